@@ -1,0 +1,378 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Installation is one clustered, stateful application: spec.shards independent
+// StatefulSets of spec.replicas pods each, with its configuration files, a stable
+// network identity for every pod and a generated list of peers.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=inst,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the names of its children and pods fit"
+type Installation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the installation.
+	// +required
+	Spec InstallationSpec `json:"spec"`
+	// Status is the state of the installation as the operator last observed it.
+	// +optional
+	Status InstallationStatus `json:"status,omitempty"`
+}
+
+// InstallationSpec is the desired state of an Installation.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || self.storage.mountPath != self.configMountPath",message="spec.storage.mountPath must differ from spec.configMountPath"
+type InstallationSpec struct {
+	// Image is the application container image.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image"`
+	// ImagePullPolicy is the pull policy of the application container, as in a Pod.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// ImagePullSecrets name the Secrets used to pull the image, as in a Pod.
+	// +optional
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Replicas is the number of pods in each shard; `kubectl scale` sets it.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Shards is the number of shards, each one StatefulSet.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Shards *int32 `json:"shards,omitempty"`
+
+	// Command is the entrypoint of the application container, as in a Container.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty"`
+	// Args are the arguments of the entrypoint, as in a Container.
+	// +optional
+	// +listType=atomic
+	Args []string `json:"args,omitempty"`
+	// Env is the environment of the application container, as in a Container.
+	// POD_NAME, POD_NAMESPACE, INSTALLATION_NAME and INSTALLATION_SHARD are always set.
+	// +optional
+	// +listType=atomic
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// EnvFrom fills the environment from ConfigMaps and Secrets, as in a Container.
+	// +optional
+	// +listType=atomic
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+	// Resources are the compute resources of the application container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Ports are exposed by the container, the headless Service and the client Service.
+	// Names, and port numbers per protocol, are unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort && q.protocol == p.protocol))",message="spec.ports: containerPort and protocol must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, (has(q.servicePort) ? q.servicePort : q.containerPort) == (has(p.servicePort) ? p.servicePort : p.containerPort) && q.protocol == p.protocol))",message="spec.ports: servicePort (or containerPort where servicePort is unset) and protocol must be unique"
+	Ports []InstallationPort `json:"ports,omitempty"`
+
+	// Config holds the application's files, file name to content. They are
+	// mounted read-only at configMountPath; editing them rolls the pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && !k.startsWith('..') && k != '.')",message="spec.config keys must be valid ConfigMap keys: at most 253 characters of letters, digits, '-', '_' and '.', and not '.' or starting with '..'"
+	Config map[string]string `json:"config,omitempty"`
+	// ConfigMountPath is the folder where the config files are mounted.
+	// +optional
+	// +kubebuilder:default="/etc/installation"
+	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:MaxLength=1024
+	ConfigMountPath string `json:"configMountPath,omitempty"`
+
+	// Storage gives every pod a PersistentVolumeClaim. Immutable after creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage is immutable after creation"
+	Storage *StorageSpec `json:"storage,omitempty"`
+	// Service configures the client Service.
+	// +optional
+	// +kubebuilder:default={}
+	Service ServiceSpec `json:"service,omitempty"`
+	// Pod holds pod-level settings of every pod.
+	// +optional
+	Pod PodSettings `json:"pod,omitempty"`
+
+	// ReadinessProbe of the application container, as in a Container.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// LivenessProbe of the application container, as in a Container.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// StartupProbe of the application container, as in a Container.
+	// +optional
+	StartupProbe *corev1.Probe `json:"startupProbe,omitempty"`
+
+	// PodManagementPolicy of every shard's StatefulSet.
+	// +optional
+	// +kubebuilder:default=OrderedReady
+	// +kubebuilder:validation:Enum=OrderedReady;Parallel
+	PodManagementPolicy PodManagementPolicy `json:"podManagementPolicy,omitempty"`
+
+	// Stop scales every shard to zero pods and keeps ConfigMaps, Services and PVCs.
+	// +optional
+	Stop bool `json:"stop,omitempty"`
+	// Paused stops the operator from writing to the children; status says Paused.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// InstallationPort is one port of the application.
+type InstallationPort struct {
+	// Name is an IANA service name, unique among the ports.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('[a-z]')",message="spec.ports[].name must contain at least one letter"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('--')",message="spec.ports[].name must not contain '--'"
+	Name string `json:"name"`
+	// ContainerPort is the port the container listens on.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ContainerPort int32 `json:"containerPort"`
+	// Protocol of the port.
+	// +optional
+	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+	// ServicePort is the port of both Services; it defaults to containerPort.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ServicePort int32 `json:"servicePort,omitempty"`
+}
+
+// ReclaimPolicy says what happens to a pod's PVC when its shard is removed or
+// its Installation deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain keeps the PVCs.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the PVCs through the StatefulSet PVC retention policy.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// StorageSpec gives every pod a PersistentVolumeClaim.
+type StorageSpec struct {
+	// Size is the requested size of each PVC.
+	// +required
+	Size resource.Quantity `json:"size"`
+	// StorageClassName of the PVCs; empty uses the cluster's default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// AccessModes of the PVCs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:default={"ReadWriteOnce"}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// MountPath is the folder where the volume is mounted.
+	// +optional
+	// +kubebuilder:default="/var/lib/installation"
+	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:MaxLength=1024
+	MountPath string `json:"mountPath,omitempty"`
+	// ReclaimPolicy says whether PVCs are kept (Retain) or deleted (Delete) when
+	// their shard is removed or the Installation deleted.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// ServiceSpec configures the client Service.
+type ServiceSpec struct {
+	// Type of the client Service.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	Type corev1.ServiceType `json:"type,omitempty"`
+	// Annotations added to the client Service.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Labels added to the client Service.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PodSettings are pod-level settings applied to every pod.
+type PodSettings struct {
+	// Labels added to every pod.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to every pod.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// NodeSelector of every pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of every pod.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of every pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints of every pod.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// SecurityContext of every pod.
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// ServiceAccountName the pods run as.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// PriorityClassName of every pod.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// TerminationGracePeriodSeconds of every pod.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// PodManagementPolicy is the pod management policy of every shard's StatefulSet.
+type PodManagementPolicy string
+
+const (
+	// OrderedReadyPodManagement starts and stops pods one at a time, in order.
+	OrderedReadyPodManagement PodManagementPolicy = "OrderedReady"
+	// ParallelPodManagement starts and stops pods all at once.
+	ParallelPodManagement PodManagementPolicy = "Parallel"
+)
+
+// Phase sums up an Installation's state in one word.
+// +kubebuilder:validation:Enum=Pending;Progressing;Ready;Degraded;Stopped;Paused
+type Phase string
+
+const (
+	// PhasePending means the children are being created and no pod is ready yet.
+	PhasePending Phase = "Pending"
+	// PhaseProgressing means a rollout or scaling is under way.
+	PhaseProgressing Phase = "Progressing"
+	// PhaseReady means every pod of every shard is ready and up to date.
+	PhaseReady Phase = "Ready"
+	// PhaseDegraded means the operator cannot reconcile the spec; a condition says why.
+	PhaseDegraded Phase = "Degraded"
+	// PhaseStopped means spec.stop is set and no pod runs.
+	PhaseStopped Phase = "Stopped"
+	// PhasePaused means spec.paused is set and the operator writes nothing to the children.
+	PhasePaused Phase = "Paused"
+)
+
+// Condition types of an Installation.
+const (
+	// ConditionReady is True when every pod is ready and up to date.
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while a rollout or scaling is under way.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the operator cannot reconcile the spec.
+	ConditionDegraded = "Degraded"
+)
+
+// InstallationStatus is the state of an Installation as the operator last observed it.
+type InstallationStatus struct {
+	// ObservedGeneration is the generation of the spec that the rest of status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase sums up the state: Pending, Progressing, Ready, Degraded, Stopped or Paused.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Replicas is the number of pods per shard now (that of the smallest shard).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// Selector is the label selector of all pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// ReadyReplicas is the number of ready pods over all shards.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// UpdatedReplicas is the number of pods over all shards that run the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// Ready is readyReplicas over desired pods, like "6/6".
+	// +optional
+	Ready string `json:"ready,omitempty"`
+	// Shards is the state of each shard.
+	// +optional
+	// +listType=map
+	// +listMapKey=index
+	Shards []ShardStatus `json:"shards,omitempty"`
+	// ConfigHash is the hash of spec.config that is rolled out.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+	// Endpoint is the DNS name of the client Service.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Conditions are Ready, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ShardStatus is the state of one shard.
+type ShardStatus struct {
+	// Index of the shard, from 0.
+	Index int32 `json:"index"`
+	// StatefulSetName is the name of the shard's StatefulSet.
+	StatefulSetName string `json:"statefulSetName"`
+	// Replicas is the number of pods the StatefulSet has.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of ready pods of the shard.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// UpdatedReplicas is the number of pods of the shard that run the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+}
+
+// InstallationList is a list of Installations.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type InstallationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the Installations.
+	Items []Installation `json:"items"`
+}
