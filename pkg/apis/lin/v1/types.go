@@ -91,14 +91,16 @@ type InstallationSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Ports are exposed by the container, the headless Service and the client Service.
-	// Names, and port numbers per protocol, are unique.
-	// +optional
+	// Names, and port numbers per protocol, are unique. At least one is needed:
+	// the client Service cannot exist without one.
+	// +required
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort && q.protocol == p.protocol))",message="spec.ports: containerPort and protocol must be unique"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, (has(q.servicePort) ? q.servicePort : q.containerPort) == (has(p.servicePort) ? p.servicePort : p.containerPort) && q.protocol == p.protocol))",message="spec.ports: servicePort (or containerPort where servicePort is unset) and protocol must be unique"
-	Ports []InstallationPort `json:"ports,omitempty"`
+	Ports []InstallationPort `json:"ports"`
 
 	// Config holds the application's files, file name to content. They are
 	// mounted read-only at configMountPath; editing them rolls the pods.

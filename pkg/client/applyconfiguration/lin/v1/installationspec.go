@@ -50,7 +50,8 @@ type InstallationSpecApplyConfiguration struct {
 	// Resources are the compute resources of the application container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Ports are exposed by the container, the headless Service and the client Service.
-	// Names, and port numbers per protocol, are unique.
+	// Names, and port numbers per protocol, are unique. At least one is needed:
+	// the client Service cannot exist without one.
 	Ports []InstallationPortApplyConfiguration `json:"ports,omitempty"`
 	// Config holds the application's files, file name to content. They are
 	// mounted read-only at configMountPath; editing them rolls the pods.

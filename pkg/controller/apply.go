@@ -1,0 +1,225 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// child is what apply needs to know of one kind of child.
+type child[T metav1.Object] struct {
+	// kind names the kind in events and errors.
+	kind string
+	// get reads the live object from the informer cache.
+	get func(namespace, name string) (T, error)
+	// create and update write through the clientset.
+	create func(ctx context.Context, obj T) (T, error)
+	update func(ctx context.Context, obj T) (T, error)
+	// merge returns a copy of live changed to what desired asks for, keeping
+	// what others added and what the API server defaulted. apply writes only
+	// when the copy differs from live.
+	merge func(desired, live T) T
+}
+
+// apply makes the live child match desired: it creates a missing child,
+// updates one that differs, leaves alone one that matches, and refuses one
+// that inst does not control. It returns the live object after the call.
+func apply[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, k child[T], desired T) (T, error) {
+	var zero T
+	name := desired.GetName()
+	live, err := k.get(desired.GetNamespace(), name)
+	if apierrors.IsNotFound(err) {
+		created, err := k.create(ctx, desired)
+		if apierrors.IsAlreadyExists(err) {
+			// The informers see only managed objects: one that exists but is
+			// not in the cache belongs to someone else.
+			return zero, conflictError(k.kind, name)
+		}
+		if err != nil {
+			return zero, writeError("creating", k.kind, name, err)
+		}
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Created", "Created %s %s", k.kind, name)
+		return created, nil
+	}
+	if err != nil {
+		return zero, fmt.Errorf("reading %s %s from the cache: %w", k.kind, name, err)
+	}
+	if !metav1.IsControlledBy(live, inst) {
+		return zero, conflictError(k.kind, name)
+	}
+	merged := k.merge(desired, live)
+	if equality.Semantic.DeepEqual(merged, live) {
+		return live, nil
+	}
+	updated, err := k.update(ctx, merged)
+	if err != nil {
+		return zero, writeError("updating", k.kind, name, err)
+	}
+	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Updated", "Updated %s %s", k.kind, name)
+	return updated, nil
+}
+
+// mergeMeta sets on live the labels and annotations that desired carries,
+// keeping those that others added.
+func mergeMeta(desired, live *metav1.ObjectMeta) {
+	live.Labels = mergeInto(live.Labels, desired.Labels)
+	live.Annotations = mergeInto(live.Annotations, desired.Annotations)
+}
+
+// mergeInto sets the entries of over in m, allocating m when needed.
+func mergeInto(m, over map[string]string) map[string]string {
+	if m == nil && len(over) > 0 {
+		m = make(map[string]string, len(over))
+	}
+	for k, v := range over {
+		m[k] = v
+	}
+	return m
+}
+
+// configMapChild reads ConfigMaps of one namespace's cache and writes them.
+func (c *Controller) configMapChild(l *listers) child[*corev1.ConfigMap] {
+	opts := metav1.UpdateOptions{FieldManager: FieldManager}
+	return child[*corev1.ConfigMap]{
+		kind: "ConfigMap",
+		get:  func(ns, name string) (*corev1.ConfigMap, error) { return l.configMaps.ConfigMaps(ns).Get(name) },
+		create: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		},
+		update: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Update(ctx, o, opts)
+		},
+		merge: mergeConfigMap,
+	}
+}
+
+// mergeConfigMap: the operator owns the data of its ConfigMaps entirely.
+func mergeConfigMap(desired, live *corev1.ConfigMap) *corev1.ConfigMap {
+	merged := live.DeepCopy()
+	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
+	merged.Data = desired.Data
+	merged.BinaryData = nil
+	return merged
+}
+
+// serviceChild reads Services of one namespace's cache and writes them.
+func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
+	opts := metav1.UpdateOptions{FieldManager: FieldManager}
+	return child[*corev1.Service]{
+		kind: "Service",
+		get:  func(ns, name string) (*corev1.Service, error) { return l.services.Services(ns).Get(name) },
+		create: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
+			return c.kubeClient.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		},
+		update: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
+			return c.kubeClient.CoreV1().Services(o.Namespace).Update(ctx, o, opts)
+		},
+		merge: mergeService,
+	}
+}
+
+// mergeService sets the fields the operator renders and keeps the rest of the
+// live spec, which the API server filled (cluster IPs, IP families, traffic
+// policies) and which may not change. A port keeps the node port allocated to it.
+func mergeService(desired, live *corev1.Service) *corev1.Service {
+	merged := live.DeepCopy()
+	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
+	merged.Spec.Type = desired.Spec.Type
+	merged.Spec.Selector = desired.Spec.Selector
+	merged.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+	keepNodePorts := desired.Spec.Type == corev1.ServiceTypeNodePort || desired.Spec.Type == corev1.ServiceTypeLoadBalancer
+	ports := make([]corev1.ServicePort, len(desired.Spec.Ports))
+	for i, p := range desired.Spec.Ports {
+		ports[i] = p
+		for _, lp := range live.Spec.Ports {
+			if keepNodePorts && lp.Name == p.Name && lp.Protocol == p.Protocol {
+				ports[i].NodePort = lp.NodePort
+			}
+		}
+	}
+	merged.Spec.Ports = ports
+	return merged
+}
+
+// statefulSetChild reads StatefulSets of one namespace's cache and writes them.
+func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
+	opts := metav1.UpdateOptions{FieldManager: FieldManager}
+	return child[*appsv1.StatefulSet]{
+		kind: "StatefulSet",
+		get:  func(ns, name string) (*appsv1.StatefulSet, error) { return l.statefulSets.StatefulSets(ns).Get(name) },
+		create: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		},
+		update: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Update(ctx, o, opts)
+		},
+		merge: mergeStatefulSet,
+	}
+}
+
+// mergeStatefulSet keeps the live spec while it holds everything desired sets
+// (the API server adds defaults, which are no reason to write) and the child
+// was rendered from the same spec. Otherwise it takes the desired spec, with
+// the immutable fields as stored and the pod template annotations that others
+// added (`kubectl rollout restart`'s, say), so that no pod restarts for them.
+func mergeStatefulSet(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
+	merged := live.DeepCopy()
+	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
+	if sameRendering(desired, live) && equality.Semantic.DeepDerivative(desired.Spec, live.Spec) {
+		return merged
+	}
+	spec := desired.Spec.DeepCopy()
+	spec.Selector = live.Spec.Selector
+	spec.ServiceName = live.Spec.ServiceName
+	spec.PodManagementPolicy = live.Spec.PodManagementPolicy
+	spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
+	spec.Template.Annotations = mergeInto(live.Spec.Template.DeepCopy().Annotations, desired.Spec.Template.Annotations)
+	merged.Spec = *spec
+	return merged
+}
+
+// sameRendering reports whether live was written from the rendering desired has.
+func sameRendering(desired, live metav1.Object) bool {
+	return live.GetAnnotations()[resources.AnnotationSpecHash] == desired.GetAnnotations()[resources.AnnotationSpecHash]
+}
+
+// immutableChanged reports whether desired differs from live in a field that
+// a StatefulSet cannot change in place.
+func immutableChanged(desired, live *appsv1.StatefulSet) bool {
+	d, l := desired.Spec, live.Spec
+	return !equality.Semantic.DeepDerivative(d.Selector, l.Selector) ||
+		d.ServiceName != l.ServiceName ||
+		d.PodManagementPolicy != l.PodManagementPolicy ||
+		!equality.Semantic.DeepDerivative(d.VolumeClaimTemplates, l.VolumeClaimTemplates)
+}
+
+// recreateStatefulSet deletes a StatefulSet whose immutable fields must change,
+// orphaning its pods and claims, so that the next sync creates it anew and it
+// adopts them: no pod is stopped and no data is lost. It does so only for a
+// StatefulSet rendered from another spec; one rendered from this spec that
+// still differs is reported, never deleted again, so this cannot loop.
+func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Installation, desired, live *appsv1.StatefulSet) error {
+	if sameRendering(desired, live) {
+		return &syncError{reason: ReasonApplyFailed, permanent: true,
+			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
+	}
+	err := c.kubeClient.AppsV1().StatefulSets(live.Namespace).Delete(ctx, live.Name, metav1.DeleteOptions{
+		PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan),
+		Preconditions:     &metav1.Preconditions{UID: &live.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return writeError("deleting", "StatefulSet", live.Name, err)
+	}
+	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
+		"Deleted StatefulSet %s, keeping its pods and claims, to change an immutable field; it is created again next", live.Name)
+	return nil
+}

@@ -1,0 +1,132 @@
+// Package controller reconciles Installations into their ConfigMaps, Services
+// and StatefulSets. controller.go is the shell (informers, handlers, queue,
+// workers); sync.go reconciles one Installation; apply.go writes one child;
+// status.go computes status; the children themselves come from pkg/resources.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+)
+
+// FieldManager names the operator in managedFields of what it writes.
+const FieldManager = "lin-operator"
+
+// Options configure a Controller.
+type Options struct {
+	// ClusterDomain is the cluster's DNS domain, used in pod and Service names.
+	ClusterDomain string
+	// Recorder records events on Installations.
+	Recorder record.EventRecorder
+}
+
+// Controller reconciles Installations. It reads only from its informers'
+// caches and writes through the clientsets, only when something differs.
+type Controller struct {
+	// kubeClient writes ConfigMaps, Services, StatefulSets and events.
+	kubeClient kubernetes.Interface
+	// linClient writes Installation status.
+	linClient versioned.Interface
+	// listers are the cache readers of each watched namespace.
+	listers map[string]*listers
+	// synced report whether every informer has synced.
+	synced []cache.InformerSynced
+	// queue holds the keys of Installations to reconcile, rate-limited per key.
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// recorder records events on Installations.
+	recorder record.EventRecorder
+	// clusterDomain is the cluster's DNS domain.
+	clusterDomain string
+}
+
+// New wires a Controller to the informers and registers its event handlers.
+// Start the informers after New, then call Run.
+func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *Informers, opts Options) (*Controller, error) {
+	c := &Controller{
+		kubeClient: kubeClient,
+		linClient:  linClient,
+		listers:    map[string]*listers{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "installations"}),
+		recorder:      opts.Recorder,
+		clusterDomain: opts.ClusterDomain,
+	}
+	for ns, linFactory := range inf.Lin {
+		l, synced, err := c.watch(linFactory, inf.Kube[ns])
+		if err != nil {
+			return nil, fmt.Errorf("watching namespace %q: %w", ns, err)
+		}
+		c.listers[ns] = l
+		c.synced = append(c.synced, synced...)
+	}
+	return c, nil
+}
+
+// Run waits for the caches, then runs workers until ctx is done. On return the
+// queue is drained: the items in flight finished, no new one was started.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("caches did not sync before shutdown")
+	}
+	logger.Info("Starting workers", "count", workers)
+	// Workers outlive ctx, so that the items still queued at shutdown are
+	// reconciled, not failed; the clients' timeouts bound the drain.
+	workCtx := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNextWorkItem(workCtx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down: draining the queue", "queued", c.queue.Len())
+	c.queue.ShutDownWithDrain()
+	wg.Wait()
+	logger.Info("Workers stopped")
+	return nil
+}
+
+// HasSynced reports whether every informer cache has synced.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// processNextWorkItem reconciles one Installation. Success forgets the key's
+// failures; a returned error requeues it with rate-limited backoff.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	if err := c.sync(ctx, key); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling failed, requeuing", "installation", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	lininformers "lin.dev/lin-operator/pkg/client/informers/externalversions"
+	linlisters "lin.dev/lin-operator/pkg/client/listers/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// listers read one watched namespace's caches.
+type listers struct {
+	installations linlisters.InstallationLister
+	configMaps    corelisters.ConfigMapLister
+	services      corelisters.ServiceLister
+	statefulSets  appslisters.StatefulSetLister
+}
+
+// watch asks the factories of one namespace for the informers the controller
+// needs, registers its event handlers, and returns their listers.
+func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFactory kubeinformers.SharedInformerFactory) (*listers, []cache.InformerSynced, error) {
+	insts := linFactory.Lin().V1().Installations()
+	cms := kubeFactory.Core().V1().ConfigMaps()
+	svcs := kubeFactory.Core().V1().Services()
+	stss := kubeFactory.Apps().V1().StatefulSets()
+
+	var synced []cache.InformerSynced
+	instHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueInstallation,
+		// Every update is enqueued, resyncs included: a resync is how drift
+		// that no event announced (a foreign object deleted, say) is found.
+		UpdateFunc: func(_, obj any) { c.enqueueInstallation(obj) },
+		DeleteFunc: c.enqueueInstallation,
+	}
+	childHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: c.handleChild,
+		UpdateFunc: func(old, obj any) {
+			// A resync delivers the same object again; only a real change
+			// of a child needs its owner reconciled.
+			if !sameResourceVersion(old, obj) {
+				c.handleChild(obj)
+			}
+		},
+		DeleteFunc: c.handleChild,
+	}
+	for _, inf := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{insts.Informer(), instHandler},
+		{cms.Informer(), childHandler},
+		{svcs.Informer(), childHandler},
+		{stss.Informer(), childHandler},
+	} {
+		reg, err := inf.informer.AddEventHandler(inf.handler)
+		if err != nil {
+			return nil, nil, err
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	return &listers{
+		installations: insts.Lister(),
+		configMaps:    cms.Lister(),
+		services:      svcs.Lister(),
+		statefulSets:  stss.Lister(),
+	}, synced, nil
+}
+
+// listersFor returns the listers of the watched namespace that holds ns.
+func (c *Controller) listersFor(ns string) *listers {
+	if l, ok := c.listers[metav1.NamespaceAll]; ok {
+		return l
+	}
+	return c.listers[ns]
+}
+
+// enqueueInstallation queues the key of an Installation (or its tombstone).
+func (c *Controller) enqueueInstallation(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handleChild queues the Installation that controls a child. The owner is
+// resolved by kind and UID, so that a child of a deleted Installation does not
+// wake a new one of the same name. A managed object without a controller (a
+// foreign object that took the operator's label) wakes the Installation it
+// names, which then reports the conflict.
+func (c *Controller) handleChild(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("child event with an object without metadata: %T", obj))
+		return
+	}
+	ref := metav1.GetControllerOf(m)
+	if ref == nil {
+		if name := m.GetLabels()[resources.LabelInstallation]; name != "" {
+			c.queue.Add(cache.ObjectName{Namespace: m.GetNamespace(), Name: name})
+		}
+		return
+	}
+	if ref.Kind != "Installation" || ref.APIVersion != linv1.SchemeGroupVersion.String() {
+		return
+	}
+	l := c.listersFor(m.GetNamespace())
+	if l == nil {
+		return
+	}
+	inst, err := l.installations.Installations(m.GetNamespace()).Get(ref.Name)
+	if err != nil || inst.UID != ref.UID {
+		return
+	}
+	c.queue.Add(cache.MetaObjectToName(inst))
+}
+
+// sameResourceVersion reports whether two objects carry one ResourceVersion.
+func sameResourceVersion(a, b any) bool {
+	ma, errA := apimeta.Accessor(a)
+	mb, errB := apimeta.Accessor(b)
+	return errA == nil && errB == nil && ma.GetResourceVersion() == mb.GetResourceVersion()
+}

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+	lininformers "lin.dev/lin-operator/pkg/client/informers/externalversions"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// Informers holds a kube and a lin shared informer factory per watched
+// namespace ("" stands for all namespaces).
+type Informers struct {
+	// Kube are the factories of ConfigMaps, Services and StatefulSets, which
+	// list and watch only objects labelled as managed by the operator.
+	Kube map[string]kubeinformers.SharedInformerFactory
+	// Lin are the factories of Installations.
+	Lin map[string]lininformers.SharedInformerFactory
+}
+
+// InformerOptions choose what the informers watch.
+type InformerOptions struct {
+	// Namespaces are the namespaces to watch; empty means all.
+	Namespaces []string
+	// ResyncPeriod is how often every Installation is reconciled again even
+	// when nothing changed; zero turns resync off.
+	ResyncPeriod time.Duration
+	// InstallationSelector is a label selector on Installations; empty selects all.
+	InstallationSelector string
+}
+
+// NewInformers makes the factories. Child informers are filtered to the
+// operator's label, and every informer strips managedFields before the
+// object reaches its cache: the operator never reads them, and they are often
+// the largest part of an object.
+func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface, opts InformerOptions) *Informers {
+	namespaces := opts.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	inf := &Informers{
+		Kube: map[string]kubeinformers.SharedInformerFactory{},
+		Lin:  map[string]lininformers.SharedInformerFactory{},
+	}
+	for _, ns := range namespaces {
+		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, opts.ResyncPeriod,
+			kubeinformers.WithNamespace(ns),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = resources.ManagedBySelector }),
+			kubeinformers.WithTransform(StripManagedFields))
+		inf.Lin[ns] = lininformers.NewSharedInformerFactoryWithOptions(linClient, opts.ResyncPeriod,
+			lininformers.WithNamespace(ns),
+			lininformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.InstallationSelector }),
+			lininformers.WithTransform(StripManagedFields))
+	}
+	return inf
+}
+
+// Start starts every informer that has been asked for; it returns at once.
+func (inf *Informers) Start(ctx context.Context) {
+	for _, f := range inf.Kube {
+		f.Start(ctx.Done())
+	}
+	for _, f := range inf.Lin {
+		f.Start(ctx.Done())
+	}
+}
+
+// Shutdown waits for the informers' goroutines to end after ctx is done.
+func (inf *Informers) Shutdown() {
+	for _, f := range inf.Kube {
+		f.Shutdown()
+	}
+	for _, f := range inf.Lin {
+		f.Shutdown()
+	}
+}
+
+// StripManagedFields is an informer transform that drops managedFields, so
+// they take no memory in the cache.
+func StripManagedFields(obj any) (any, error) {
+	// A tombstone's object is already stripped; other objects have metadata.
+	if m, err := apimeta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}

@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// failure is what went wrong in a sync, if anything.
+type failure struct {
+	// reason is the Degraded reason; empty when the sync succeeded.
+	reason string
+	// err is the cause, whose text becomes the condition's message.
+	err error
+}
+
+// computeStatus derives the status of inst from its live shard StatefulSets
+// (nil where missing), what its spec renders (nil when it cannot be rendered)
+// and the sync's failure. It is pure: now is the time a condition that
+// changes status is stamped with; a condition that keeps its status keeps its
+// time.
+func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, desired *resources.Children,
+	fail failure, clusterDomain string, now metav1.Time) linv1.InstallationStatus {
+	st := linv1.InstallationStatus{
+		ObservedGeneration: inst.Generation,
+		Selector:           resources.Selector(inst),
+		Endpoint:           resources.Endpoint(inst, clusterDomain),
+		ConfigHash:         inst.Status.ConfigHash,
+		Conditions:         append([]metav1.Condition(nil), inst.Status.Conditions...),
+	}
+	want := resources.DesiredReplicas(inst)
+	rolledOut := true
+	for i, sts := range live {
+		shard := linv1.ShardStatus{Index: int32(i), StatefulSetName: resources.StatefulSetName(inst, int32(i))}
+		if sts != nil {
+			shard.Replicas = sts.Status.Replicas
+			shard.ReadyReplicas = sts.Status.ReadyReplicas
+			shard.UpdatedReplicas = sts.Status.UpdatedReplicas
+		}
+		if i == 0 || shard.Replicas < st.Replicas {
+			st.Replicas = shard.Replicas
+		}
+		st.ReadyReplicas += shard.ReadyReplicas
+		st.UpdatedReplicas += shard.UpdatedReplicas
+		st.Shards = append(st.Shards, shard)
+		rolledOut = rolledOut && desired != nil && shardRolledOut(sts, desired.StatefulSets[i], want)
+	}
+	total := want * int32(len(live))
+	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, total)
+	if rolledOut {
+		st.ConfigHash = resources.ConfigHash(inst)
+	}
+	st.Phase = phase(inst, rolledOut, st.ReadyReplicas, fail)
+	setConditions(&st, inst, rolledOut, total, fail, now)
+	return st
+}
+
+// shardRolledOut reports whether a shard's StatefulSet is the one the spec
+// renders, its controller has seen that version, and all its pods run it and
+// are ready.
+func shardRolledOut(live, desired *appsv1.StatefulSet, want int32) bool {
+	if live == nil || !sameRendering(desired, live) || live.Status.ObservedGeneration < live.Generation {
+		return false
+	}
+	s := live.Status
+	return s.Replicas == want && s.ReadyReplicas == want && s.UpdatedReplicas == want &&
+		(want == 0 || s.UpdateRevision == s.CurrentRevision)
+}
+
+// phase sums up the state in one word; the rules are in docs/status.md.
+func phase(inst *linv1.Installation, rolledOut bool, ready int32, fail failure) linv1.Phase {
+	switch {
+	case inst.Spec.Paused:
+		return linv1.PhasePaused
+	case fail.reason != "":
+		return linv1.PhaseDegraded
+	case rolledOut && inst.Spec.Stop:
+		return linv1.PhaseStopped
+	case rolledOut:
+		return linv1.PhaseReady
+	case ready == 0 && (inst.Status.Phase == "" || inst.Status.Phase == linv1.PhasePending):
+		return linv1.PhasePending
+	default:
+		return linv1.PhaseProgressing
+	}
+}
+
+// setConditions sets Ready, Progressing and Degraded. apimeta.SetStatusCondition
+// moves lastTransitionTime only when a condition's status changes.
+func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolledOut bool, total int32, fail failure, now metav1.Time) {
+	set := func(typ string, ok bool, reason, message string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+			Message: message, ObservedGeneration: inst.Generation, LastTransitionTime: now})
+	}
+	counts := fmt.Sprintf("%d/%d pods ready, %d updated", st.ReadyReplicas, total, st.UpdatedReplicas)
+	switch {
+	case inst.Spec.Paused:
+		set(linv1.ConditionReady, rolledOut && !inst.Spec.Stop, "Paused", "The operator writes nothing to the children while spec.paused is set; "+counts)
+		set(linv1.ConditionProgressing, false, "Paused", "spec.paused is set")
+	case rolledOut && inst.Spec.Stop:
+		set(linv1.ConditionReady, false, "Stopped", "spec.stop is set: every shard runs zero pods")
+		set(linv1.ConditionProgressing, false, "Stopped", "Every shard is scaled to zero")
+	case rolledOut:
+		set(linv1.ConditionReady, true, "AllReplicasReady", counts)
+		set(linv1.ConditionProgressing, false, "RolloutComplete", counts)
+	default:
+		set(linv1.ConditionReady, false, "ReplicasNotReady", counts)
+		set(linv1.ConditionProgressing, true, "RollingOut", counts)
+	}
+	if fail.reason != "" {
+		set(linv1.ConditionDegraded, true, fail.reason, fail.err.Error())
+	} else {
+		set(linv1.ConditionDegraded, false, "AsExpected", "The children match the spec")
+	}
+}
+
+// equalStatus reports whether two statuses say the same.
+func equalStatus(a, b linv1.InstallationStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// degradedNews returns the Degraded condition of next when it turned true or
+// changed its reason since prev, and nil otherwise.
+func degradedNews(prev, next linv1.InstallationStatus) *metav1.Condition {
+	n := apimeta.FindStatusCondition(next.Conditions, linv1.ConditionDegraded)
+	if n == nil || n.Status != metav1.ConditionTrue {
+		return nil
+	}
+	p := apimeta.FindStatusCondition(prev.Conditions, linv1.ConditionDegraded)
+	if p != nil && p.Status == metav1.ConditionTrue && p.Reason == n.Reason {
+		return nil
+	}
+	return n
+}

@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// sync reconciles the Installation named by key and writes its status. A
+// returned error is retried with backoff; a permanent failure is reported in
+// status and an event, and returns nil.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	l := c.listersFor(key.Namespace)
+	if l == nil {
+		return nil
+	}
+	inst, err := l.installations.Installations(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Garbage collection removes the children through their owner references.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if inst.DeletionTimestamp != nil {
+		return nil
+	}
+
+	var children *resources.Children
+	var syncErr error
+	if !inst.Spec.Paused {
+		children, syncErr = c.reconcileChildren(ctx, inst, l)
+	}
+	if children == nil {
+		// Status still compares the shards with what the spec renders, when it can.
+		children, _ = resources.NewChildren(inst, c.clusterDomain)
+	}
+	reason, permanent := classify(syncErr)
+	status := computeStatus(inst, c.liveShards(inst, l), children, failure{reason: reason, err: syncErr},
+		c.clusterDomain, metav1.Now())
+	if err := c.updateStatus(ctx, inst, status); err != nil {
+		return errors.Join(syncErr, err)
+	}
+	if syncErr != nil && permanent {
+		klog.FromContext(ctx).Info("Installation cannot be reconciled until its spec changes",
+			"installation", key, "reason", reason, "err", syncErr)
+		return nil
+	}
+	return syncErr
+}
+
+// reconcileChildren renders the children of inst and makes the live ones
+// match, then removes the StatefulSets of shards that are gone. It goes on
+// past a failed child, so that one conflict does not hold the others back.
+func (c *Controller) reconcileChildren(ctx context.Context, inst *linv1.Installation, l *listers) (*resources.Children, error) {
+	children, err := resources.NewChildren(inst, c.clusterDomain)
+	if err != nil {
+		// Nothing is written for a spec that cannot be rendered whole.
+		return nil, err
+	}
+	var errs []error
+	for _, cm := range children.ConfigMaps {
+		_, err := apply(ctx, c, inst, c.configMapChild(l), cm)
+		errs = append(errs, err)
+	}
+	for _, svc := range children.Services {
+		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
+		errs = append(errs, err)
+	}
+	for _, sts := range children.StatefulSets {
+		errs = append(errs, c.applyStatefulSet(ctx, inst, l, sts))
+	}
+	errs = append(errs, c.deleteRemovedShards(ctx, inst, l))
+	return children, errors.Join(errs...)
+}
+
+// applyStatefulSet applies one shard's StatefulSet, recreating it when a field
+// that cannot change in place must change.
+func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) error {
+	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
+	if err == nil && metav1.IsControlledBy(live, inst) && immutableChanged(desired, live) {
+		return c.recreateStatefulSet(ctx, inst, desired, live)
+	}
+	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
+	return err
+}
+
+// deleteRemovedShards deletes the StatefulSets that inst controls for shards
+// beyond spec.shards. Their claims follow the retention policy that
+// storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
+func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
+	sets, err := l.statefulSets.StatefulSets(inst.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(inst)))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sts := range sets {
+		shard, err := strconv.Atoi(sts.Labels[resources.LabelShard])
+		if err != nil || int32(shard) < resources.Shards(inst) || !metav1.IsControlledBy(sts, inst) {
+			continue
+		}
+		err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Delete(ctx, sts.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &sts.UID},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, writeError("deleting", "StatefulSet", sts.Name, err))
+			continue
+		}
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted StatefulSet %s of a removed shard", sts.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// liveShards returns the cached StatefulSet of each shard that inst controls,
+// nil where there is none.
+func (c *Controller) liveShards(inst *linv1.Installation, l *listers) []*appsv1.StatefulSet {
+	shards := make([]*appsv1.StatefulSet, resources.Shards(inst))
+	for i := range shards {
+		sts, err := l.statefulSets.StatefulSets(inst.Namespace).Get(resources.StatefulSetName(inst, int32(i)))
+		if err == nil && metav1.IsControlledBy(sts, inst) {
+			shards[i] = sts
+		}
+	}
+	return shards
+}
+
+// updateStatus writes status when it differs from the cached one, on a copy:
+// the cached object is shared and never changed. It records a Warning event
+// when the Degraded condition turns true or changes its reason, and not on
+// every retry.
+func (c *Controller) updateStatus(ctx context.Context, inst *linv1.Installation, status linv1.InstallationStatus) error {
+	if equalStatus(inst.Status, status) {
+		return nil
+	}
+	if d := degradedNews(inst.Status, status); d != nil {
+		c.recorder.Event(inst, corev1.EventTypeWarning, d.Reason, d.Message)
+	}
+	updated := inst.DeepCopy()
+	updated.Status = status
+	_, err := c.linClient.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, updated,
+		metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package resources
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+)
+
+// NewStatefulSet renders the StatefulSet of one shard. Its pod template holds
+// the config hash, so a config or image edit rolls the pods, while replicas
+// and the peer list stay out of it, so scaling restarts no running pod.
+func NewStatefulSet(inst *linv1.Installation, shard int32) *appsv1.StatefulSet {
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: objectMeta(inst, StatefulSetName(inst, shard), ShardLabels(inst, shard)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(DesiredReplicas(inst)),
+			Selector:            &metav1.LabelSelector{MatchLabels: ShardSelectorLabels(inst, shard)},
+			ServiceName:         HeadlessServiceName(inst),
+			PodManagementPolicy: podManagementPolicy(inst),
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			Template:            newPodTemplate(inst, shard),
+		},
+	}
+	if s := inst.Spec.Storage; s != nil {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{newClaimTemplate(inst, shard, s)}
+		sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: claimRetention(reclaimPolicy(s)),
+			// Scaling down (and stop, which scales to zero) never deletes
+			// data: the pods come back on their old claims.
+			WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		}
+	}
+	return sts
+}
+
+// podManagementPolicy is spec.podManagementPolicy with its default.
+func podManagementPolicy(inst *linv1.Installation) appsv1.PodManagementPolicyType {
+	if inst.Spec.PodManagementPolicy == linv1.ParallelPodManagement {
+		return appsv1.ParallelPodManagement
+	}
+	return appsv1.OrderedReadyPodManagement
+}
+
+// claimRetention maps a reclaim policy to the StatefulSet's retention policy.
+func claimRetention(p linv1.ReclaimPolicy) appsv1.PersistentVolumeClaimRetentionPolicyType {
+	if p == linv1.ReclaimDelete {
+		return appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+}
+
+// newClaimTemplate renders the volume claim template of one shard.
+func newClaimTemplate(inst *linv1.Installation, shard int32, s *linv1.StorageSpec) corev1.PersistentVolumeClaim {
+	modes := s.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: ShardLabels(inst, shard)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      modes,
+			StorageClassName: s.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: s.Size},
+			},
+		},
+	}
+}
+
+// newPodTemplate renders the pod template of one shard.
+func newPodTemplate(inst *linv1.Installation, shard int32) corev1.PodTemplateSpec {
+	p := inst.Spec.Pod
+	annotations := mergeMaps(p.Annotations, map[string]string{AnnotationConfigHash: ConfigHash(inst)})
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      mergeMaps(p.Labels, ShardLabels(inst, shard)),
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{newContainer(inst, shard)},
+			Volumes:                       newVolumes(inst),
+			ImagePullSecrets:              inst.Spec.ImagePullSecrets,
+			NodeSelector:                  p.NodeSelector,
+			Tolerations:                   p.Tolerations,
+			Affinity:                      p.Affinity,
+			TopologySpreadConstraints:     p.TopologySpreadConstraints,
+			SecurityContext:               p.SecurityContext,
+			ServiceAccountName:            p.ServiceAccountName,
+			PriorityClassName:             p.PriorityClassName,
+			TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
+		},
+	}
+}
+
+// newContainer renders the application container of one shard.
+func newContainer(inst *linv1.Installation, shard int32) corev1.Container {
+	c := corev1.Container{
+		Name:            ContainerName,
+		Image:           inst.Spec.Image,
+		ImagePullPolicy: inst.Spec.ImagePullPolicy,
+		Command:         inst.Spec.Command,
+		Args:            inst.Spec.Args,
+		Env:             append(identityEnv(inst, shard), inst.Spec.Env...),
+		EnvFrom:         inst.Spec.EnvFrom,
+		Resources:       inst.Spec.Resources,
+		ReadinessProbe:  withProbeDefaults(inst.Spec.ReadinessProbe),
+		LivenessProbe:   withProbeDefaults(inst.Spec.LivenessProbe),
+		StartupProbe:    withProbeDefaults(inst.Spec.StartupProbe),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: ConfigVolume, MountPath: configMountPath(inst), ReadOnly: true},
+			{Name: TopologyVolume, MountPath: TopologyMountPath, ReadOnly: true},
+		},
+	}
+	for _, p := range inst.Spec.Ports {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort, Protocol: protocol(p)})
+	}
+	if s := inst.Spec.Storage; s != nil {
+		mount := s.MountPath
+		if mount == "" {
+			mount = defaultDataMountPath
+		}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: DataVolume, MountPath: mount})
+	}
+	return c
+}
+
+// identityEnv tells each pod who it is. The user's env comes after it, so a
+// user's variable of the same name wins.
+func identityEnv(inst *linv1.Installation, shard int32) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "INSTALLATION_NAME", Value: inst.Name},
+		{Name: "INSTALLATION_SHARD", Value: strconv.Itoa(int(shard))},
+	}
+}
+
+// newVolumes renders the config and topology volumes.
+func newVolumes(inst *linv1.Installation) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(inst)}}}},
+		{Name: TopologyVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: TopologyName(inst)}}}},
+	}
+}
+
+// withProbeDefaults copies a probe and fills the numbers that the API server
+// would default, so that the rendered template compares equal to the stored
+// one and a probe never causes an update on every sync.
+func withProbeDefaults(p *corev1.Probe) *corev1.Probe {
+	if p == nil {
+		return nil
+	}
+	p = p.DeepCopy()
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	return p
+}
