@@ -1,0 +1,176 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/client/clientset/versioned/fake"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// clusterDomain is the cluster domain of every fixture.
+const clusterDomain = "cluster.local"
+
+// fixedNow is the clock of the status computed in fixtures.
+var fixedNow = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+
+// fixture seeds fake clientsets and informer caches, runs one sync, and
+// compares the actions the sync made with the expected ones, in the manner of
+// k8s.io/sample-controller.
+type fixture struct {
+	t *testing.T
+
+	kubeClient *k8sfake.Clientset
+	linClient  *fake.Clientset
+	recorder   *record.FakeRecorder
+
+	// Objects in the caches.
+	installations []*linv1.Installation
+	configMaps    []*corev1.ConfigMap
+	services      []*corev1.Service
+	statefulSets  []*appsv1.StatefulSet
+	// Objects on the fake API server only, not in the caches: objects that
+	// the operator's label-filtered informers do not see.
+	uncached []runtime.Object
+}
+
+// newFixture returns an empty fixture.
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t}
+}
+
+// newController builds the clients, informers and controller and seeds the caches.
+func (f *fixture) newController() *Controller {
+	var kubeObjects, linObjects []runtime.Object
+	for _, o := range f.installations {
+		linObjects = append(linObjects, o)
+	}
+	for _, o := range f.configMaps {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.services {
+		kubeObjects = append(kubeObjects, o)
+	}
+	for _, o := range f.statefulSets {
+		kubeObjects = append(kubeObjects, o)
+	}
+	kubeObjects = append(kubeObjects, f.uncached...)
+	f.kubeClient = k8sfake.NewClientset(kubeObjects...)
+	f.linClient = fake.NewClientset(linObjects...)
+	f.recorder = record.NewFakeRecorder(100)
+
+	inf := NewInformers(f.kubeClient, f.linClient, InformerOptions{})
+	c, err := New(f.kubeClient, f.linClient, inf, Options{ClusterDomain: clusterDomain, Recorder: f.recorder})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	seed := func(informer cache.SharedIndexInformer, obj any) {
+		if err := informer.GetIndexer().Add(obj); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	kube, lin := inf.Kube[metav1.NamespaceAll], inf.Lin[metav1.NamespaceAll]
+	for _, o := range f.installations {
+		seed(lin.Lin().V1().Installations().Informer(), o)
+	}
+	for _, o := range f.configMaps {
+		seed(kube.Core().V1().ConfigMaps().Informer(), o)
+	}
+	for _, o := range f.services {
+		seed(kube.Core().V1().Services().Informer(), o)
+	}
+	for _, o := range f.statefulSets {
+		seed(kube.Apps().V1().StatefulSets().Informer(), o)
+	}
+	return c
+}
+
+// run syncs inst once and returns the actions made on both clientsets,
+// without the reads that seeding made.
+func (f *fixture) run(inst *linv1.Installation, wantErr bool) []core.Action {
+	f.t.Helper()
+	c := f.newController()
+	f.kubeClient.ClearActions()
+	f.linClient.ClearActions()
+	err := c.sync(context.Background(), cache.MetaObjectToName(inst))
+	if (err != nil) != wantErr {
+		f.t.Fatalf("sync error = %v, want error: %v", err, wantErr)
+	}
+	return append(filterReads(f.linClient.Actions()), filterReads(f.kubeClient.Actions())...)
+}
+
+// filterReads drops list and watch actions, which informers make.
+func filterReads(actions []core.Action) []core.Action {
+	var out []core.Action
+	for _, a := range actions {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" || a.GetVerb() == "get" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// newInstallation is the Installation most cases start from.
+func newInstallation() *linv1.Installation {
+	return &linv1.Installation{
+		TypeMeta: metav1.TypeMeta{APIVersion: linv1.SchemeGroupVersion.String(), Kind: "Installation"},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: types.UID("uid-demo"),
+			Generation: 1, ResourceVersion: "1"},
+		Spec: linv1.InstallationSpec{
+			Image:    "example.com/app:1",
+			Replicas: ptr.To[int32](2),
+			Shards:   ptr.To[int32](2),
+			Ports:    []linv1.InstallationPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Config:   map[string]string{"app.conf": "level=info\n"},
+		},
+	}
+}
+
+// render returns the children inst renders, failing the test on error.
+func render(t *testing.T, inst *linv1.Installation) *resources.Children {
+	t.Helper()
+	ch, err := resources.NewChildren(inst, clusterDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// seedInSync puts inst and every child it renders in the fixture, with the
+// status a sync of them computes, so that nothing differs.
+func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
+	ch := render(f.t, inst)
+	f.configMaps = append(f.configMaps, ch.ConfigMaps...)
+	f.services = append(f.services, ch.Services...)
+	f.statefulSets = append(f.statefulSets, ch.StatefulSets...)
+	inst.Status = computeStatus(inst, ch.StatefulSets, ch, failure{}, clusterDomain, fixedNow)
+	f.installations = append(f.installations, inst)
+	return render(f.t, inst)
+}
