@@ -1,0 +1,66 @@
+# lin-operator. `make run` runs the operator against a local control plane it
+# starts itself (or against CLUSTER_KUBECONFIG); `make test` runs every test.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/lin-operator
+# The one build command of the operator binary; the Dockerfile uses the same.
+GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w"
+# A kubeconfig of a cluster to run against instead of the local one.
+CLUSTER_KUBECONFIG ?=
+# Extra flags for the operator in `make run`, e.g. RUN_ARGS="-v=4 --workers 8".
+RUN_ARGS ?=
+# Where `make run` and `make cluster-up` keep the local control plane.
+STATE_DIR := .state/cluster
+
+.PHONY: all build tools test test-unit verify generate run cluster-up cluster-down clean clean-tools
+
+all: build
+
+## build: the operator binary in bin/.
+build:
+	$(GO_BUILD) -o $(BIN) ./cmd/operator
+
+## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+## and kwok, built once into the cache folder (see hack/build-tools.sh).
+tools:
+	@hack/build-tools.sh >/dev/null
+
+## test: every test; the integration tests run a real control plane.
+test: tools
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 60m ./...
+
+## test-unit: the tests that need no control plane.
+test-unit:
+	$(GO) test -count=1 ./pkg/... ./cmd/...
+
+## verify: generated code up to date, gofmt, go vet, tidy modules.
+verify:
+	hack/verify-codegen.sh
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
+	$(GO) vet ./...
+	hack/verify-tidy.sh
+
+## generate: regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.
+generate:
+	hack/update-codegen.sh
+
+## run: the operator in the foreground against the local control plane (started
+## when needed, stopped on exit unless `make cluster-up` started it) or CLUSTER_KUBECONFIG.
+run: build
+	@CLUSTER_KUBECONFIG="$(CLUSTER_KUBECONFIG)" STATE_DIR="$(STATE_DIR)" hack/run.sh $(BIN) $(RUN_ARGS)
+
+## cluster-up: start (or reuse) the local control plane and keep it running.
+cluster-up: tools
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) run ./hack/localcluster up --dir $(STATE_DIR)
+
+## cluster-down: stop the local control plane and remove its state.
+cluster-down:
+	$(GO) run ./hack/localcluster down --dir $(STATE_DIR)
+
+clean:
+	rm -rf bin
+
+## clean-tools: remove the cached control-plane binaries (rebuilt on the next make test).
+clean-tools:
+	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/lin-operator"
