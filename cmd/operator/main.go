@@ -12,23 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"lin.dev/lin-operator/pkg/client/clientset/versioned"
-	linscheme "lin.dev/lin-operator/pkg/client/clientset/versioned/scheme"
-	"lin.dev/lin-operator/pkg/controller"
+	"lin.dev/lin-operator/pkg/operator"
 )
-
-// userAgent names the operator in the API server's logs and metrics.
-const userAgent = "lin-operator"
 
 func main() {
 	klog.InitFlags(nil)
@@ -49,47 +38,27 @@ func main() {
 	klog.Flush()
 }
 
-// run builds the clients, informers and controller, and runs the controller
-// until ctx is done; then it drains the queue and returns.
+// run builds the operator and runs it until ctx is done; then it drains the
+// queue and returns.
 func run(ctx context.Context, o options) error {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-	cfg.UserAgent = userAgent
+	cfg.UserAgent = operator.Component
 	// A hung request must not hold a worker, or the drain at shutdown, forever.
 	cfg.Timeout = 30 * time.Second
-	kubeClient, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("making the Kubernetes client: %w", err)
-	}
-	linClient, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("making the lin.dev client: %w", err)
-	}
-
-	utilruntime.Must(linscheme.AddToScheme(scheme.Scheme))
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartStructuredLogging(0)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
-
-	inf := controller.NewInformers(kubeClient, linClient, controller.InformerOptions{
-		Namespaces: o.namespaces, ResyncPeriod: o.resyncPeriod, InstallationSelector: o.installationSelector,
-	})
-	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
-		ClusterDomain: o.clusterDomain,
-		Recorder:      broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: userAgent}),
+	op, err := operator.New(cfg, operator.Config{
+		Namespaces: o.namespaces, Workers: o.workers, ResyncPeriod: o.resyncPeriod,
+		ClusterDomain: o.clusterDomain, InstallationSelector: o.installationSelector,
 	})
 	if err != nil {
 		return err
 	}
-	inf.Start(ctx)
-	defer inf.Shutdown()
 	klog.InfoS("Starting lin-operator", "namespaces", o.namespaces.String(), "workers", o.workers,
 		"resyncPeriod", o.resyncPeriod, "qps", o.qps, "burst", o.burst)
-	return ctrl.Run(ctx, o.workers)
+	return op.Run(ctx)
 }
 
 // restConfig loads the API server's address and credentials: from the

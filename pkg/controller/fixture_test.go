@@ -39,9 +39,7 @@ type fixture struct {
 
 	// Objects in the caches.
 	installations []*linv1.Installation
-	configMaps    []*corev1.ConfigMap
-	services      []*corev1.Service
-	statefulSets  []*appsv1.StatefulSet
+	live          resources.Children
 	// Objects on the fake API server only, not in the caches: objects that
 	// the operator's label-filtered informers do not see.
 	uncached []runtime.Object
@@ -58,13 +56,7 @@ func (f *fixture) newController() *Controller {
 	for _, o := range f.installations {
 		linObjects = append(linObjects, o)
 	}
-	for _, o := range f.configMaps {
-		kubeObjects = append(kubeObjects, o)
-	}
-	for _, o := range f.services {
-		kubeObjects = append(kubeObjects, o)
-	}
-	for _, o := range f.statefulSets {
+	for _, o := range f.live.Objects() {
 		kubeObjects = append(kubeObjects, o)
 	}
 	kubeObjects = append(kubeObjects, f.uncached...)
@@ -77,23 +69,24 @@ func (f *fixture) newController() *Controller {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	kube, lin := inf.Kube[metav1.NamespaceAll], inf.Lin[metav1.NamespaceAll]
 	seed := func(informer cache.SharedIndexInformer, obj any) {
 		if err := informer.GetIndexer().Add(obj); err != nil {
 			f.t.Fatal(err)
 		}
 	}
-	kube, lin := inf.Kube[metav1.NamespaceAll], inf.Lin[metav1.NamespaceAll]
 	for _, o := range f.installations {
 		seed(lin.Lin().V1().Installations().Informer(), o)
 	}
-	for _, o := range f.configMaps {
-		seed(kube.Core().V1().ConfigMaps().Informer(), o)
-	}
-	for _, o := range f.services {
-		seed(kube.Core().V1().Services().Informer(), o)
-	}
-	for _, o := range f.statefulSets {
-		seed(kube.Apps().V1().StatefulSets().Informer(), o)
+	for _, o := range f.live.Objects() {
+		switch o.(type) {
+		case *corev1.ConfigMap:
+			seed(kube.Core().V1().ConfigMaps().Informer(), o)
+		case *corev1.Service:
+			seed(kube.Core().V1().Services().Informer(), o)
+		case *appsv1.StatefulSet:
+			seed(kube.Apps().V1().StatefulSets().Informer(), o)
+		}
 	}
 	return c
 }
@@ -167,9 +160,7 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 // status a sync of them computes, so that nothing differs.
 func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 	ch := render(f.t, inst)
-	f.configMaps = append(f.configMaps, ch.ConfigMaps...)
-	f.services = append(f.services, ch.Services...)
-	f.statefulSets = append(f.statefulSets, ch.StatefulSets...)
+	f.live = *ch
 	inst.Status = computeStatus(inst, ch.StatefulSets, ch, failure{}, clusterDomain, fixedNow)
 	f.installations = append(f.installations, inst)
 	return render(f.t, inst)

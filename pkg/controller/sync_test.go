@@ -101,18 +101,7 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	actions := f.run(inst, false)
 	checkActions(t, actions, updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1)
 
-	want := render(t, inst)
-	var wantObjects []runtime.Object
-	for _, o := range want.ConfigMaps {
-		wantObjects = append(wantObjects, o)
-	}
-	for _, o := range want.Services {
-		wantObjects = append(wantObjects, o)
-	}
-	for _, o := range want.StatefulSets {
-		wantObjects = append(wantObjects, o)
-	}
-	for i, w := range wantObjects {
+	for i, w := range render(t, inst).Objects() {
 		if got := object[runtime.Object](t, actions[i+1]); !equality.Semantic.DeepEqual(got, w) {
 			t.Errorf("%v sent %+v, want %+v", summarize(actions[i+1:i+2]), got, w)
 		}
@@ -145,11 +134,11 @@ func TestSyncRepairsDriftedChildrenAndKeepsForeignMetadata(t *testing.T) {
 	f := newFixture(t)
 	inst := newInstallation()
 	want := f.seedInSync(inst)
-	sts := f.statefulSets[0]
+	sts := f.live.StatefulSets[0]
 	sts.Spec.Template.Spec.Containers[0].Image = "example.com/other:6"
 	sts.Labels["team"] = "storage"
 	sts.Annotations["backup.example.com/schedule"] = "daily"
-	cm := f.configMaps[0]
+	cm := f.live.ConfigMaps[0]
 	cm.Data["app.conf"] = "level=debug\n"
 
 	actions := f.run(inst, false)
@@ -171,7 +160,7 @@ func TestSyncRecreatesADeletedChild(t *testing.T) {
 	f := newFixture(t)
 	inst := newInstallation()
 	want := f.seedInSync(inst)
-	f.configMaps = f.configMaps[:1] // the topology ConfigMap was deleted
+	f.live.ConfigMaps = f.live.ConfigMaps[:1] // the topology ConfigMap was deleted
 
 	actions := f.run(inst, false)
 	checkActions(t, actions, createTopology)
@@ -203,7 +192,7 @@ func TestSyncRefusesAForeignObjectOfTheSameName(t *testing.T) {
 			inst := newInstallation()
 			f.installations = append(f.installations, inst)
 			if tc.cached {
-				f.configMaps = append(f.configMaps, foreign())
+				f.live.ConfigMaps = append(f.live.ConfigMaps, foreign())
 			} else {
 				f.uncached = append(f.uncached, foreign())
 			}
@@ -342,7 +331,7 @@ func TestSyncImmutableFieldRecreatesTheStatefulSetOnce(t *testing.T) {
 	inst = newInstallation()
 	inst.Spec.PodManagementPolicy = linv1.ParallelPodManagement
 	f.seedInSync(inst)
-	f.statefulSets[0].Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	f.live.StatefulSets[0].Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
 	actions = f.run(inst, false)
 	checkActions(t, actions, updateStatus)
 	if c := apimeta.FindStatusCondition(statusOf(t, actions[0]).Conditions, linv1.ConditionDegraded); c == nil || c.Reason != ReasonApplyFailed {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 )
@@ -65,4 +66,25 @@ func stampHash(meta *metav1.ObjectMeta, content any) {
 		meta.Annotations = map[string]string{}
 	}
 	meta.Annotations[AnnotationSpecHash] = hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Object is a Kubernetes object with metadata, as every child is.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Objects lists every child: ConfigMaps, then Services, then StatefulSets.
+func (c *Children) Objects() []Object {
+	var objs []Object
+	for _, o := range c.ConfigMaps {
+		objs = append(objs, o)
+	}
+	for _, o := range c.Services {
+		objs = append(objs, o)
+	}
+	for _, o := range c.StatefulSets {
+		objs = append(objs, o)
+	}
+	return objs
 }
