@@ -161,7 +161,7 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 	ch := render(f.t, inst)
 	f.live = *ch
-	inst.Status = computeStatus(inst, ch.StatefulSets, ch, failure{}, clusterDomain, fixedNow)
+	inst.Status = computeStatus(inst, ch.StatefulSets, outcome{desired: ch}, clusterDomain, fixedNow)
 	f.installations = append(f.installations, inst)
 	return render(f.t, inst)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,21 +13,32 @@ import (
 	"lin.dev/lin-operator/pkg/resources"
 )
 
-// failure is what went wrong in a sync, if anything.
-type failure struct {
+// outcome is what one sync found and did, as status reports it.
+type outcome struct {
+	// desired are the children the spec renders; nil when it cannot be rendered.
+	desired *resources.Children
+	// recreated names the StatefulSets deleted to change an immutable field.
+	recreated []string
 	// reason is the Degraded reason; empty when the sync succeeded.
 	reason string
-	// err is the cause, whose text becomes the condition's message.
+	// permanent failures are not retried until the spec changes.
+	permanent bool
+	// err is the cause, whose text becomes the Degraded message.
 	err error
 }
 
+// newOutcome is the outcome of a sync that rendered desired and failed with err.
+func newOutcome(desired *resources.Children, err error) outcome {
+	reason, permanent := classify(err)
+	return outcome{desired: desired, reason: reason, permanent: permanent, err: err}
+}
+
 // computeStatus derives the status of inst from its live shard StatefulSets
-// (nil where missing), what its spec renders (nil when it cannot be rendered)
-// and the sync's failure. It is pure: now is the time a condition that
-// changes status is stamped with; a condition that keeps its status keeps its
-// time.
-func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, desired *resources.Children,
-	fail failure, clusterDomain string, now metav1.Time) linv1.InstallationStatus {
+// (nil where missing) and the sync's outcome. It is pure: now is the time a
+// condition that changes status is stamped with; a condition that keeps its
+// status keeps its time.
+func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, out outcome,
+	clusterDomain string, now metav1.Time) linv1.InstallationStatus {
 	st := linv1.InstallationStatus{
 		ObservedGeneration: inst.Generation,
 		Selector:           resources.Selector(inst),
@@ -49,15 +61,15 @@ func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, desired
 		st.ReadyReplicas += shard.ReadyReplicas
 		st.UpdatedReplicas += shard.UpdatedReplicas
 		st.Shards = append(st.Shards, shard)
-		rolledOut = rolledOut && desired != nil && shardRolledOut(sts, desired.StatefulSets[i], want)
+		rolledOut = rolledOut && out.desired != nil && shardRolledOut(sts, out.desired.StatefulSets[i], want)
 	}
 	total := want * int32(len(live))
 	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, total)
 	if rolledOut {
 		st.ConfigHash = resources.ConfigHash(inst)
 	}
-	st.Phase = phase(inst, rolledOut, st.ReadyReplicas, fail)
-	setConditions(&st, inst, rolledOut, total, fail, now)
+	st.Phase = phase(inst, rolledOut, st.ReadyReplicas, out.reason)
+	setConditions(&st, inst, rolledOut, total, out, now)
 	return st
 }
 
@@ -74,11 +86,11 @@ func shardRolledOut(live, desired *appsv1.StatefulSet, want int32) bool {
 }
 
 // phase sums up the state in one word; the rules are in docs/status.md.
-func phase(inst *linv1.Installation, rolledOut bool, ready int32, fail failure) linv1.Phase {
+func phase(inst *linv1.Installation, rolledOut bool, ready int32, degraded string) linv1.Phase {
 	switch {
 	case inst.Spec.Paused:
 		return linv1.PhasePaused
-	case fail.reason != "":
+	case degraded != "":
 		return linv1.PhaseDegraded
 	case rolledOut && inst.Spec.Stop:
 		return linv1.PhaseStopped
@@ -93,7 +105,7 @@ func phase(inst *linv1.Installation, rolledOut bool, ready int32, fail failure) 
 
 // setConditions sets Ready, Progressing and Degraded. apimeta.SetStatusCondition
 // moves lastTransitionTime only when a condition's status changes.
-func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolledOut bool, total int32, fail failure, now metav1.Time) {
+func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolledOut bool, total int32, out outcome, now metav1.Time) {
 	set := func(typ string, ok bool, reason, message string) {
 		status := metav1.ConditionFalse
 		if ok {
@@ -107,6 +119,11 @@ func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolle
 	case inst.Spec.Paused:
 		set(linv1.ConditionReady, rolledOut && !inst.Spec.Stop, "Paused", "The operator writes nothing to the children while spec.paused is set; "+counts)
 		set(linv1.ConditionProgressing, false, "Paused", "spec.paused is set")
+	case len(out.recreated) > 0:
+		set(linv1.ConditionReady, false, "Recreating", counts)
+		set(linv1.ConditionProgressing, true, "Recreating", fmt.Sprintf(
+			"StatefulSets %s deleted, keeping their pods and claims, to change a field that cannot change in place; they are created again",
+			strings.Join(out.recreated, ", ")))
 	case rolledOut && inst.Spec.Stop:
 		set(linv1.ConditionReady, false, "Stopped", "spec.stop is set: every shard runs zero pods")
 		set(linv1.ConditionProgressing, false, "Stopped", "Every shard is scaled to zero")
@@ -117,8 +134,8 @@ func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolle
 		set(linv1.ConditionReady, false, "ReplicasNotReady", counts)
 		set(linv1.ConditionProgressing, true, "RollingOut", counts)
 	}
-	if fail.reason != "" {
-		set(linv1.ConditionDegraded, true, fail.reason, fail.err.Error())
+	if out.reason != "" {
+		set(linv1.ConditionDegraded, true, out.reason, out.err.Error())
 	} else {
 		set(linv1.ConditionDegraded, false, "AsExpected", "The children match the spec")
 	}

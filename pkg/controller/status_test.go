@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func TestComputeStatusPhases(t *testing.T) {
 		name      string
 		inst      *linv1.Installation
 		live      func(sets []*appsv1.StatefulSet) []*appsv1.StatefulSet
-		fail      failure
+		fail      outcome
 		wantPhase linv1.Phase
 		wantReady string
 		ready     metav1.ConditionStatus
@@ -45,45 +44,47 @@ func TestComputeStatusPhases(t *testing.T) {
 	}{
 		{"no StatefulSet yet", newInstallation(),
 			func([]*appsv1.StatefulSet) []*appsv1.StatefulSet { return make([]*appsv1.StatefulSet, 2) },
-			failure{}, linv1.PhasePending, "0/4", metav1.ConditionFalse, metav1.ConditionTrue},
+			outcome{}, linv1.PhasePending, "0/4", metav1.ConditionFalse, metav1.ConditionTrue},
 		{"some pods ready", progressing,
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 2, 2, 2, true), withStatus(s[1], 1, 0, 1, true)}
 			},
-			failure{}, linv1.PhaseProgressing, "2/4", metav1.ConditionFalse, metav1.ConditionTrue},
+			outcome{}, linv1.PhaseProgressing, "2/4", metav1.ConditionFalse, metav1.ConditionTrue},
 		{"rolling update", newInstallation(),
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 2, 2, 1, false), withStatus(s[1], 2, 2, 2, true)}
 			},
-			failure{}, linv1.PhaseProgressing, "4/4", metav1.ConditionFalse, metav1.ConditionTrue},
+			outcome{}, linv1.PhaseProgressing, "4/4", metav1.ConditionFalse, metav1.ConditionTrue},
 		{"all ready", newInstallation(),
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 2, 2, 2, true), withStatus(s[1], 2, 2, 2, true)}
 			},
-			failure{}, linv1.PhaseReady, "4/4", metav1.ConditionTrue, metav1.ConditionFalse},
+			outcome{}, linv1.PhaseReady, "4/4", metav1.ConditionTrue, metav1.ConditionFalse},
 		{"stopped", stopped,
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 0, 0, 0, true), withStatus(s[1], 0, 0, 0, true)}
 			},
-			failure{}, linv1.PhaseStopped, "0/0", metav1.ConditionFalse, metav1.ConditionFalse},
+			outcome{}, linv1.PhaseStopped, "0/0", metav1.ConditionFalse, metav1.ConditionFalse},
 		{"stopping", stopped,
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 1, 1, 1, true), withStatus(s[1], 0, 0, 0, true)}
 			},
-			failure{}, linv1.PhaseProgressing, "1/0", metav1.ConditionFalse, metav1.ConditionTrue},
+			outcome{}, linv1.PhaseProgressing, "1/0", metav1.ConditionFalse, metav1.ConditionTrue},
 		{"paused", paused,
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet { return s },
-			failure{}, linv1.PhasePaused, "0/4", metav1.ConditionFalse, metav1.ConditionFalse},
+			outcome{}, linv1.PhasePaused, "0/4", metav1.ConditionFalse, metav1.ConditionFalse},
 		{"degraded", newInstallation(),
 			func(s []*appsv1.StatefulSet) []*appsv1.StatefulSet {
 				return []*appsv1.StatefulSet{withStatus(s[0], 2, 2, 2, true), withStatus(s[1], 2, 2, 2, true)}
 			},
-			failure{reason: ReasonResourceConflict, err: errors.New("taken")},
+			newOutcome(nil, conflictError("ConfigMap", "demo-config")),
 			linv1.PhaseDegraded, "4/4", metav1.ConditionTrue, metav1.ConditionFalse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := render(t, tc.inst)
-			st := computeStatus(tc.inst, tc.live(ch.StatefulSets), ch, tc.fail, clusterDomain, fixedNow)
+			out := tc.fail
+			out.desired = ch
+			st := computeStatus(tc.inst, tc.live(ch.StatefulSets), out, clusterDomain, fixedNow)
 			if st.Phase != tc.wantPhase || st.Ready != tc.wantReady {
 				t.Errorf("phase %q ready %q, want %q %q", st.Phase, st.Ready, tc.wantPhase, tc.wantReady)
 			}
@@ -114,14 +115,14 @@ func TestComputeStatusMovesTransitionTimeOnlyOnChange(t *testing.T) {
 	ready := []*appsv1.StatefulSet{withStatus(ch.StatefulSets[0], 2, 2, 2, true), withStatus(ch.StatefulSets[1], 2, 2, 2, true)}
 	notReady := []*appsv1.StatefulSet{withStatus(ch.StatefulSets[0], 2, 1, 2, true), ready[1]}
 
-	inst.Status = computeStatus(inst, notReady, ch, failure{}, clusterDomain, fixedNow)
+	inst.Status = computeStatus(inst, notReady, outcome{desired: ch}, clusterDomain, fixedNow)
 	later := metav1.NewTime(fixedNow.Add(time.Minute))
 
-	same := computeStatus(inst, notReady, ch, failure{}, clusterDomain, later)
+	same := computeStatus(inst, notReady, outcome{desired: ch}, clusterDomain, later)
 	if !equalStatus(inst.Status, same) {
 		t.Errorf("status changed although nothing did:\n%+v\n%+v", inst.Status, same)
 	}
-	moved := computeStatus(inst, ready, ch, failure{}, clusterDomain, later)
+	moved := computeStatus(inst, ready, outcome{desired: ch}, clusterDomain, later)
 	c := apimeta.FindStatusCondition(moved.Conditions, linv1.ConditionReady)
 	if c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Equal(&later) {
 		t.Errorf("Ready = %+v, want True at %v", c, later)

@@ -38,63 +38,64 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	var children *resources.Children
-	var syncErr error
-	if !inst.Spec.Paused {
-		children, syncErr = c.reconcileChildren(ctx, inst, l)
-	}
-	if children == nil {
-		// Status still compares the shards with what the spec renders, when it can.
-		children, _ = resources.NewChildren(inst, c.clusterDomain)
-	}
-	reason, permanent := classify(syncErr)
-	status := computeStatus(inst, c.liveShards(inst, l), children, failure{reason: reason, err: syncErr},
-		c.clusterDomain, metav1.Now())
+	out := c.reconcile(ctx, inst, l)
+	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, metav1.Now())
 	if err := c.updateStatus(ctx, inst, status); err != nil {
-		return errors.Join(syncErr, err)
+		return errors.Join(out.err, err)
 	}
-	if syncErr != nil && permanent {
+	if out.err != nil && out.permanent {
 		klog.FromContext(ctx).Info("Installation cannot be reconciled until its spec changes",
-			"installation", key, "reason", reason, "err", syncErr)
+			"installation", key, "reason", out.reason, "err", out.err)
 		return nil
 	}
-	return syncErr
+	return out.err
 }
 
-// reconcileChildren renders the children of inst and makes the live ones
-// match, then removes the StatefulSets of shards that are gone. It goes on
-// past a failed child, so that one conflict does not hold the others back.
-func (c *Controller) reconcileChildren(ctx context.Context, inst *linv1.Installation, l *listers) (*resources.Children, error) {
-	children, err := resources.NewChildren(inst, c.clusterDomain)
+// reconcile renders the children of inst and, unless it is paused, makes the
+// live ones match, then removes the StatefulSets of shards that are gone. It
+// goes on past a failed child, so that one conflict does not hold the others
+// back, and writes nothing for a spec that cannot be rendered whole.
+func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers) outcome {
+	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {
-		// Nothing is written for a spec that cannot be rendered whole.
-		return nil, err
+		return newOutcome(nil, err)
+	}
+	out := newOutcome(desired, nil)
+	if inst.Spec.Paused {
+		return out
 	}
 	var errs []error
-	for _, cm := range children.ConfigMaps {
+	for _, cm := range desired.ConfigMaps {
 		_, err := apply(ctx, c, inst, c.configMapChild(l), cm)
 		errs = append(errs, err)
 	}
-	for _, svc := range children.Services {
+	for _, svc := range desired.Services {
 		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
 		errs = append(errs, err)
 	}
-	for _, sts := range children.StatefulSets {
-		errs = append(errs, c.applyStatefulSet(ctx, inst, l, sts))
+	for _, sts := range desired.StatefulSets {
+		recreated, err := c.applyStatefulSet(ctx, inst, l, sts)
+		if recreated {
+			out.recreated = append(out.recreated, sts.Name)
+		}
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.deleteRemovedShards(ctx, inst, l))
-	return children, errors.Join(errs...)
+	out.err = errors.Join(errs...)
+	out.reason, out.permanent = classify(out.err)
+	return out
 }
 
 // applyStatefulSet applies one shard's StatefulSet, recreating it when a field
-// that cannot change in place must change.
-func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) error {
+// that cannot change in place must change; it reports whether it did.
+func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
 	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
 	if err == nil && metav1.IsControlledBy(live, inst) && immutableChanged(desired, live) {
-		return c.recreateStatefulSet(ctx, inst, desired, live)
+		err := c.recreateStatefulSet(ctx, inst, desired, live)
+		return err == nil, err
 	}
 	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
-	return err
+	return false, err
 }
 
 // deleteRemovedShards deletes the StatefulSets that inst controls for shards

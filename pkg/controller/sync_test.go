@@ -324,6 +324,10 @@ func TestSyncImmutableFieldRecreatesTheStatefulSetOnce(t *testing.T) {
 	if !containsPrefix(f.events(), "Normal Recreating") {
 		t.Error("no Recreating event")
 	}
+	if c := apimeta.FindStatusCondition(statusOf(t, actions[0]).Conditions, linv1.ConditionProgressing); c == nil ||
+		c.Reason != "Recreating" || !strings.Contains(c.Message, "demo-0, demo-1") {
+		t.Errorf("Progressing condition = %+v, want Recreating naming both StatefulSets", c)
+	}
 
 	// A StatefulSet made from this very spec that still differs is reported,
 	// never deleted again.
