@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	lininformers "lin.dev/lin-operator/pkg/client/informers/externalversions"
@@ -33,12 +34,20 @@ type InformerOptions struct {
 	ResyncPeriod time.Duration
 	// InstallationSelector is a label selector on Installations; empty selects all.
 	InstallationSelector string
+	// KeepManagedFields leaves managedFields in the cached objects. It is
+	// there to measure what the transform saves; the operator never sets it.
+	KeepManagedFields bool
+	// WatchAllChildren lists and watches every ConfigMap, Service and
+	// StatefulSet, not only the operator's. It is there to measure what the
+	// label filter saves; the operator never sets it.
+	WatchAllChildren bool
 }
 
 // NewInformers makes the factories. Child informers are filtered to the
 // operator's label, and every informer strips managedFields before the
 // object reaches its cache: the operator never reads them, and they are often
-// the largest part of an object.
+// the largest part of an object. KeepManagedFields and WatchAllChildren turn
+// these off, for measuring what they save.
 func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface, opts InformerOptions) *Informers {
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
@@ -48,15 +57,23 @@ func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface
 		Kube: map[string]kubeinformers.SharedInformerFactory{},
 		Lin:  map[string]lininformers.SharedInformerFactory{},
 	}
+	transform := cache.TransformFunc(StripManagedFields)
+	if opts.KeepManagedFields {
+		transform = nil
+	}
+	childSelector := resources.ManagedBySelector
+	if opts.WatchAllChildren {
+		childSelector = ""
+	}
 	for _, ns := range namespaces {
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, opts.ResyncPeriod,
 			kubeinformers.WithNamespace(ns),
-			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = resources.ManagedBySelector }),
-			kubeinformers.WithTransform(StripManagedFields))
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = childSelector }),
+			kubeinformers.WithTransform(transform))
 		inf.Lin[ns] = lininformers.NewSharedInformerFactoryWithOptions(linClient, opts.ResyncPeriod,
 			lininformers.WithNamespace(ns),
 			lininformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.InstallationSelector }),
-			lininformers.WithTransform(StripManagedFields))
+			lininformers.WithTransform(transform))
 	}
 	return inf
 }

@@ -40,6 +40,10 @@ type Config struct {
 	ClusterDomain string
 	// InstallationSelector is a label selector of the Installations to reconcile.
 	InstallationSelector string
+	// KeepManagedFields and WatchAllChildren turn off the informers' managedFields
+	// transform and label filter; they are there for measuring what those save
+	// (see controller.InformerOptions), and the command never sets them.
+	KeepManagedFields, WatchAllChildren bool
 }
 
 // Operator is a wired operator, ready to Run.
@@ -66,6 +70,7 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	inf := controller.NewInformers(kubeClient, linClient, controller.InformerOptions{
 		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
+		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren,
 	})
 	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
 		ClusterDomain: cfg.ClusterDomain,
