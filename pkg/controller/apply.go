@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/resources"
@@ -212,12 +211,8 @@ func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Instal
 		return &syncError{reason: ReasonApplyFailed, permanent: true,
 			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
 	}
-	err := c.kubeClient.AppsV1().StatefulSets(live.Namespace).Delete(ctx, live.Name, metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan),
-		Preconditions:     &metav1.Preconditions{UID: &live.UID},
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return writeError("deleting", "StatefulSet", live.Name, err)
+	if err := c.deleteStatefulSet(ctx, live, metav1.DeletePropagationOrphan); err != nil {
+		return err
 	}
 	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
 		"Deleted StatefulSet %s, keeping its pods and claims, to change an immutable field; it is created again next", live.Name)

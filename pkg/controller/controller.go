@@ -48,6 +48,8 @@ type Controller struct {
 	recorder record.EventRecorder
 	// clusterDomain is the cluster's DNS domain.
 	clusterDomain string
+	// deletions are the children deleted whose deletion the cache has not shown yet.
+	deletions *deletions
 }
 
 // New wires a Controller to the informers and registers its event handlers.
@@ -62,6 +64,7 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "installations"}),
 		recorder:      opts.Recorder,
 		clusterDomain: opts.ClusterDomain,
+		deletions:     newDeletions(),
 	}
 	for ns, linFactory := range inf.Lin {
 		l, synced, err := c.watch(linFactory, inf.Kube[ns])

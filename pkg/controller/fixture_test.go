@@ -36,6 +36,8 @@ type fixture struct {
 	kubeClient *k8sfake.Clientset
 	linClient  *fake.Clientset
 	recorder   *record.FakeRecorder
+	// controller is the one the last run made, for a sync that follows it.
+	controller *Controller
 
 	// Objects in the caches.
 	installations []*linv1.Installation
@@ -95,10 +97,17 @@ func (f *fixture) newController() *Controller {
 // without the reads that seeding made.
 func (f *fixture) run(inst *linv1.Installation, wantErr bool) []core.Action {
 	f.t.Helper()
-	c := f.newController()
+	f.controller = f.newController()
+	return f.rerun(inst, wantErr)
+}
+
+// rerun syncs inst once more with the controller of the last run, on the same
+// caches, and returns the actions of this sync alone.
+func (f *fixture) rerun(inst *linv1.Installation, wantErr bool) []core.Action {
+	f.t.Helper()
 	f.kubeClient.ClearActions()
 	f.linClient.ClearActions()
-	err := c.sync(context.Background(), cache.MetaObjectToName(inst))
+	err := f.controller.sync(context.Background(), cache.MetaObjectToName(inst))
 	if (err != nil) != wantErr {
 		f.t.Fatalf("sync error = %v, want error: %v", err, wantErr)
 	}
@@ -160,6 +169,10 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 // status a sync of them computes, so that nothing differs.
 func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 	ch := render(f.t, inst)
+	for _, o := range ch.Objects() {
+		// The API server gives every object a UID; deletions are tracked by it.
+		o.SetUID(types.UID("uid-" + o.GetName()))
+	}
 	f.live = *ch
 	inst.Status = computeStatus(inst, ch.StatefulSets, outcome{desired: ch}, clusterDomain, fixedNow)
 	f.installations = append(f.installations, inst)

@@ -50,7 +50,12 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 				c.handleChild(obj)
 			}
 		},
-		DeleteFunc: c.handleChild,
+		DeleteFunc: func(obj any) {
+			if m, err := apimeta.Accessor(unwrapTombstone(obj)); err == nil {
+				c.deletions.observed(m.GetUID())
+			}
+			c.handleChild(obj)
+		},
 	}
 	for _, inf := range []struct {
 		informer cache.SharedIndexInformer
@@ -99,10 +104,7 @@ func (c *Controller) enqueueInstallation(obj any) {
 // foreign object that took the operator's label) wakes the Installation it
 // names, which then reports the conflict.
 func (c *Controller) handleChild(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, err := apimeta.Accessor(obj)
+	m, err := apimeta.Accessor(unwrapTombstone(obj))
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("child event with an object without metadata: %T", obj))
 		return
@@ -133,4 +135,12 @@ func sameResourceVersion(a, b any) bool {
 	ma, errA := apimeta.Accessor(a)
 	mb, errB := apimeta.Accessor(b)
 	return errA == nil && errB == nil && ma.GetResourceVersion() == mb.GetResourceVersion()
+}
+
+// unwrapTombstone returns the object a DeletedFinalStateUnknown stands for, or obj.
+func unwrapTombstone(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
 }

@@ -53,7 +53,9 @@ func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, out out
 		if sts != nil {
 			shard.Replicas = sts.Status.Replicas
 			shard.ReadyReplicas = sts.Status.ReadyReplicas
-			shard.UpdatedReplicas = sts.Status.UpdatedReplicas
+			if out.desired != nil && templateObserved(sts, out.desired.StatefulSets[i]) {
+				shard.UpdatedReplicas = sts.Status.UpdatedReplicas
+			}
 		}
 		if i == 0 || shard.Replicas < st.Replicas {
 			st.Replicas = shard.Replicas
@@ -83,6 +85,14 @@ func shardRolledOut(live, desired *appsv1.StatefulSet, want int32) bool {
 	s := live.Status
 	return s.Replicas == want && s.ReadyReplicas == want && s.UpdatedReplicas == want &&
 		(want == 0 || s.UpdateRevision == s.CurrentRevision)
+}
+
+// templateObserved reports whether the StatefulSet's controller has seen the
+// pod template the spec renders. Until then its updatedReplicas counts pods
+// of an older template, so they do not count as updated.
+func templateObserved(live, desired *appsv1.StatefulSet) bool {
+	return live.Status.ObservedGeneration >= live.Generation &&
+		equality.Semantic.DeepDerivative(desired.Spec.Template, live.Spec.Template)
 }
 
 // phase sums up the state in one word; the rules are in docs/status.md.

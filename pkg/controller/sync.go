@@ -87,12 +87,18 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 }
 
 // applyStatefulSet applies one shard's StatefulSet, recreating it when a field
-// that cannot change in place must change; it reports whether it did.
+// that cannot change in place must change; it reports whether it did. A
+// StatefulSet on its way out is left to go: the next sync creates it anew.
 func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
 	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
-	if err == nil && metav1.IsControlledBy(live, inst) && immutableChanged(desired, live) {
-		err := c.recreateStatefulSet(ctx, inst, desired, live)
-		return err == nil, err
+	if err == nil && metav1.IsControlledBy(live, inst) {
+		if c.leaving(live) {
+			return false, nil
+		}
+		if immutableChanged(desired, live) {
+			err := c.recreateStatefulSet(ctx, inst, desired, live)
+			return err == nil, err
+		}
 	}
 	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
 	return false, err
@@ -109,19 +115,40 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 	var errs []error
 	for _, sts := range sets {
 		shard, err := strconv.Atoi(sts.Labels[resources.LabelShard])
-		if err != nil || int32(shard) < resources.Shards(inst) || !metav1.IsControlledBy(sts, inst) {
+		if err != nil || int32(shard) < resources.Shards(inst) || !metav1.IsControlledBy(sts, inst) || c.leaving(sts) {
 			continue
 		}
-		err = c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Delete(ctx, sts.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &sts.UID},
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, writeError("deleting", "StatefulSet", sts.Name, err))
+		if err := c.deleteStatefulSet(ctx, sts, metav1.DeletePropagationBackground); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted StatefulSet %s of a removed shard", sts.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// leaving reports whether a StatefulSet is being deleted, by this controller
+// (its cache may not show it yet) or by anyone.
+func (c *Controller) leaving(sts *appsv1.StatefulSet) bool {
+	return sts.DeletionTimestamp != nil || c.deletions.pending(sts.UID)
+}
+
+// deleteStatefulSet deletes sts, if it is still the object the cache holds,
+// and remembers the deletion until the cache sees it.
+func (c *Controller) deleteStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, propagation metav1.DeletionPropagation) error {
+	err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Delete(ctx, sts.Name, metav1.DeleteOptions{
+		PropagationPolicy: &propagation,
+		Preconditions:     &metav1.Preconditions{UID: &sts.UID},
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Gone already: its delete event is on the way, or was seen.
+		return nil
+	case err != nil:
+		return writeError("deleting", "StatefulSet", sts.Name, err)
+	}
+	c.deletions.expect(sts.UID)
+	return nil
 }
 
 // liveShards returns the cached StatefulSet of each shard that inst controls,

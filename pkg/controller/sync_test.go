@@ -329,6 +329,11 @@ func TestSyncImmutableFieldRecreatesTheStatefulSetOnce(t *testing.T) {
 		t.Errorf("Progressing condition = %+v, want Recreating naming both StatefulSets", c)
 	}
 
+	// A sync on a cache that still holds the deleted StatefulSets waits for
+	// their delete events instead of deleting them again. (Its status write
+	// comes from the fake cache, which the first write did not reach.)
+	checkActions(t, f.rerun(inst, false), updateStatus)
+
 	// A StatefulSet made from this very spec that still differs is reported,
 	// never deleted again.
 	f = newFixture(t)
