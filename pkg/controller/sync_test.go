@@ -154,6 +154,10 @@ func TestSyncRepairsDriftedChildrenAndKeepsForeignMetadata(t *testing.T) {
 	if got.Labels["team"] != "storage" || got.Annotations["backup.example.com/schedule"] != "daily" {
 		t.Errorf("foreign metadata lost: labels %v annotations %v", got.Labels, got.Annotations)
 	}
+	if ev := f.events(); len(ev) != 2 || !strings.HasPrefix(ev[0], "Normal Updated Updated ConfigMap demo-config") ||
+		!strings.HasPrefix(ev[1], "Normal Updated Updated StatefulSet demo-0") {
+		t.Errorf("events = %q, want Normal Updated for the ConfigMap and the StatefulSet", ev)
+	}
 }
 
 func TestSyncRecreatesADeletedChild(t *testing.T) {
