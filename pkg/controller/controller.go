@@ -50,6 +50,8 @@ type Controller struct {
 	clusterDomain string
 	// deletions are the children deleted whose deletion the cache has not shown yet.
 	deletions *deletions
+	// statusWrites are the status writes the cache has not shown yet.
+	statusWrites *statusWrites
 }
 
 // New wires a Controller to the informers and registers its event handlers.
@@ -65,6 +67,7 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 		recorder:      opts.Recorder,
 		clusterDomain: opts.ClusterDomain,
 		deletions:     newDeletions(),
+		statusWrites:  newStatusWrites(),
 	}
 	for ns, linFactory := range inf.Lin {
 		l, synced, err := c.watch(linFactory, inf.Kube[ns])

@@ -29,11 +29,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	inst, err := l.installations.Installations(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		// Garbage collection removes the children through their owner references.
+		c.statusWrites.forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	inst = c.statusWrites.latest(inst)
 	if inst.DeletionTimestamp != nil {
 		return nil
 	}
@@ -177,10 +179,11 @@ func (c *Controller) updateStatus(ctx context.Context, inst *linv1.Installation,
 	}
 	updated := inst.DeepCopy()
 	updated.Status = status
-	_, err := c.linClient.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, updated,
+	written, err := c.linClient.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, updated,
 		metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	c.statusWrites.record(inst.ResourceVersion, written)
 	return nil
 }
