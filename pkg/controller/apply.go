@@ -21,8 +21,8 @@ type child[T metav1.Object] struct {
 	// get reads the live object from the informer cache.
 	get func(namespace, name string) (T, error)
 	// create and update write through the clientset.
-	create func(ctx context.Context, obj T) (T, error)
-	update func(ctx context.Context, obj T) (T, error)
+	create func(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	update func(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 	// merge returns a copy of live changed to what desired asks for, keeping
 	// what others added and what the API server defaulted. apply writes only
 	// when the copy differs from live.
@@ -33,38 +33,88 @@ type child[T metav1.Object] struct {
 // updates one that differs, leaves alone one that matches, and refuses one
 // that inst does not control. It returns the live object after the call.
 func apply[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, k child[T], desired T) (T, error) {
+	w, live, err := plan(inst, k, desired)
+	if w == nil || err != nil {
+		return live, err
+	}
+	return w.send(ctx, c, inst, false)
+}
+
+// write is the create or update of one child that a sync is about to send.
+type write[T metav1.Object] struct {
+	k      child[T]
+	obj    T
+	create bool
+}
+
+// plan reads the live child of desired from the cache and returns the write
+// that makes it match: nil, with the live object, when it matches already,
+// and an error when the name is taken by an object that inst does not control.
+func plan[T metav1.Object](inst *linv1.Installation, k child[T], desired T) (*write[T], T, error) {
 	var zero T
 	name := desired.GetName()
 	live, err := k.get(desired.GetNamespace(), name)
 	if apierrors.IsNotFound(err) {
-		created, err := k.create(ctx, desired)
-		if apierrors.IsAlreadyExists(err) {
-			// The informers see only managed objects: one that exists but is
-			// not in the cache belongs to someone else.
-			return zero, conflictError(k.kind, name)
-		}
-		if err != nil {
-			return zero, writeError("creating", k.kind, name, err)
-		}
-		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Created", "Created %s %s", k.kind, name)
-		return created, nil
+		return &write[T]{k: k, obj: desired, create: true}, zero, nil
 	}
 	if err != nil {
-		return zero, fmt.Errorf("reading %s %s from the cache: %w", k.kind, name, err)
+		return nil, zero, fmt.Errorf("reading %s %s from the cache: %w", k.kind, name, err)
 	}
 	if !metav1.IsControlledBy(live, inst) {
-		return zero, conflictError(k.kind, name)
+		return nil, zero, conflictError(k.kind, name)
 	}
 	merged := k.merge(desired, live)
 	if equality.Semantic.DeepEqual(merged, live) {
-		return live, nil
+		return nil, live, nil
 	}
-	updated, err := k.update(ctx, merged)
+	return &write[T]{k: k, obj: merged}, zero, nil
+}
+
+// send sends the write and returns the object stored. A dry run is checked
+// by the API server in full but changes nothing and records no event.
+func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (T, error) {
+	var zero T
+	var mode []string
+	if dryRun {
+		mode = []string{metav1.DryRunAll}
+	}
+	name := w.obj.GetName()
+	if !w.create {
+		updated, err := w.k.update(ctx, w.obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: mode})
+		if err != nil {
+			return zero, writeError("updating", w.k.kind, name, err)
+		}
+		if !dryRun {
+			c.recorder.Eventf(inst, corev1.EventTypeNormal, "Updated", "Updated %s %s", w.k.kind, name)
+		}
+		return updated, nil
+	}
+	created, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
+	if apierrors.IsAlreadyExists(err) {
+		// The informers see only managed objects: one that exists but is
+		// not in the cache belongs to someone else.
+		return zero, conflictError(w.k.kind, name)
+	}
 	if err != nil {
-		return zero, writeError("updating", k.kind, name, err)
+		return zero, writeError("creating", w.k.kind, name, err)
 	}
-	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Updated", "Updated %s %s", k.kind, name)
-	return updated, nil
+	if !dryRun {
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Created", "Created %s %s", w.k.kind, name)
+	}
+	return created, nil
+}
+
+// trial returns a dry run of the write that apply would send for desired,
+// or nil when apply would send none.
+func trial[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, k child[T], desired T) func() error {
+	w, _, err := plan(inst, k, desired)
+	if w == nil || err != nil {
+		return nil
+	}
+	return func() error {
+		_, err := w.send(ctx, c, inst, true)
+		return err
+	}
 }
 
 // mergeMeta sets on live the labels and annotations that desired carries,
@@ -87,14 +137,13 @@ func mergeInto(m, over map[string]string) map[string]string {
 
 // configMapChild reads ConfigMaps of one namespace's cache and writes them.
 func (c *Controller) configMapChild(l *listers) child[*corev1.ConfigMap] {
-	opts := metav1.UpdateOptions{FieldManager: FieldManager}
 	return child[*corev1.ConfigMap]{
 		kind: "ConfigMap",
 		get:  func(ns, name string) (*corev1.ConfigMap, error) { return l.configMaps.ConfigMaps(ns).Get(name) },
-		create: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		create: func(ctx context.Context, o *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
 		},
-		update: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		update: func(ctx context.Context, o *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeConfigMap,
@@ -112,14 +161,13 @@ func mergeConfigMap(desired, live *corev1.ConfigMap) *corev1.ConfigMap {
 
 // serviceChild reads Services of one namespace's cache and writes them.
 func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
-	opts := metav1.UpdateOptions{FieldManager: FieldManager}
 	return child[*corev1.Service]{
 		kind: "Service",
 		get:  func(ns, name string) (*corev1.Service, error) { return l.services.Services(ns).Get(name) },
-		create: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
-			return c.kubeClient.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		create: func(ctx context.Context, o *corev1.Service, opts metav1.CreateOptions) (*corev1.Service, error) {
+			return c.kubeClient.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
 		},
-		update: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
+		update: func(ctx context.Context, o *corev1.Service, opts metav1.UpdateOptions) (*corev1.Service, error) {
 			return c.kubeClient.CoreV1().Services(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeService,
@@ -151,14 +199,13 @@ func mergeService(desired, live *corev1.Service) *corev1.Service {
 
 // statefulSetChild reads StatefulSets of one namespace's cache and writes them.
 func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
-	opts := metav1.UpdateOptions{FieldManager: FieldManager}
 	return child[*appsv1.StatefulSet]{
 		kind: "StatefulSet",
 		get:  func(ns, name string) (*appsv1.StatefulSet, error) { return l.statefulSets.StatefulSets(ns).Get(name) },
-		create: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{FieldManager: FieldManager})
+		create: func(ctx context.Context, o *appsv1.StatefulSet, opts metav1.CreateOptions) (*appsv1.StatefulSet, error) {
+			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
 		},
-		update: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
+		update: func(ctx context.Context, o *appsv1.StatefulSet, opts metav1.UpdateOptions) (*appsv1.StatefulSet, error) {
 			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeStatefulSet,

@@ -63,6 +63,7 @@ func (f *fixture) newController() *Controller {
 	}
 	kubeObjects = append(kubeObjects, f.uncached...)
 	f.kubeClient = k8sfake.NewClientset(kubeObjects...)
+	f.kubeClient.PrependReactor("*", "*", dryRunReactor)
 	f.linClient = fake.NewClientset(linObjects...)
 	f.recorder = record.NewFakeRecorder(100)
 
@@ -114,16 +115,40 @@ func (f *fixture) rerun(inst *linv1.Installation, wantErr bool) []core.Action {
 	return append(filterReads(f.linClient.Actions()), filterReads(f.kubeClient.Actions())...)
 }
 
-// filterReads drops list and watch actions, which informers make.
+// filterReads drops list and watch actions, which informers make, and dry
+// runs, which change nothing.
 func filterReads(actions []core.Action) []core.Action {
 	var out []core.Action
 	for _, a := range actions {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" || a.GetVerb() == "get" {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" || a.GetVerb() == "get" || isDryRun(a) {
 			continue
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// isDryRun reports whether a is a create or update sent as a dry run.
+func isDryRun(a core.Action) bool {
+	switch a := a.(type) {
+	case core.CreateActionImpl:
+		return len(a.CreateOptions.DryRun) > 0
+	case core.UpdateActionImpl:
+		return len(a.UpdateOptions.DryRun) > 0
+	}
+	return false
+}
+
+// dryRunReactor answers a dry run as the API server does, with the object
+// sent, storing nothing; the fake object tracker would store it.
+func dryRunReactor(a core.Action) (bool, runtime.Object, error) {
+	if !isDryRun(a) {
+		return false, nil, nil
+	}
+	if c, ok := a.(core.CreateActionImpl); ok {
+		return true, c.GetObject(), nil
+	}
+	return true, a.(core.UpdateActionImpl).GetObject(), nil
 }
 
 // events drains the recorded events.

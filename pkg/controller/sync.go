@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -66,6 +67,11 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	if inst.Spec.Paused {
 		return out
 	}
+	if err := c.preflight(ctx, inst, l, desired); err != nil {
+		out.err = err
+		out.reason, out.permanent = classify(err)
+		return out
+	}
 	var errs []error
 	for _, cm := range desired.ConfigMaps {
 		_, err := apply(ctx, c, inst, c.configMapChild(l), cm)
@@ -86,6 +92,43 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)
 	return out
+}
+
+// preflight sends every create and update that this sync is about to make as
+// a server-side dry run, and returns the API server's refusals, if any: then
+// the sync writes nothing, so that a spec the schema accepts but whose
+// children the API server refuses (a pod label that is no label, say) leaves
+// no child half-made. Any other failure of a trial is left for the real
+// write to meet and report. A lone write needs no trial: it is all or nothing
+// by itself.
+func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children) error {
+	var trials []func() error
+	for _, cm := range desired.ConfigMaps {
+		trials = append(trials, trial(ctx, c, inst, c.configMapChild(l), cm))
+	}
+	for _, svc := range desired.Services {
+		trials = append(trials, trial(ctx, c, inst, c.serviceChild(l), svc))
+	}
+	for _, sts := range desired.StatefulSets {
+		live, err := l.statefulSets.StatefulSets(sts.Namespace).Get(sts.Name)
+		if err == nil && metav1.IsControlledBy(live, inst) && (c.leaving(live) || immutableChanged(sts, live)) {
+			// applyStatefulSet waits for it or recreates it; nothing to try.
+			continue
+		}
+		trials = append(trials, trial(ctx, c, inst, c.statefulSetChild(l), sts))
+	}
+	trials = slices.DeleteFunc(trials, func(f func() error) bool { return f == nil })
+	if len(trials) < 2 {
+		return nil
+	}
+	var refusals []error
+	for _, try := range trials {
+		var se *syncError
+		if err := try(); errors.As(err, &se) && se.reason == ReasonApplyFailed && se.permanent {
+			refusals = append(refusals, err)
+		}
+	}
+	return errors.Join(refusals...)
 }
 
 // applyStatefulSet applies one shard's StatefulSet, recreating it when a field
