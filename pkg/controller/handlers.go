@@ -23,6 +23,8 @@ type listers struct {
 	configMaps    corelisters.ConfigMapLister
 	services      corelisters.ServiceLister
 	statefulSets  appslisters.StatefulSetLister
+	// setsByOwner holds the StatefulSets by controller (byController).
+	setsByOwner cache.Indexer
 }
 
 // watch asks the factories of one namespace for the informers the controller
@@ -33,6 +35,9 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 	svcs := kubeFactory.Core().V1().Services()
 	stss := kubeFactory.Apps().V1().StatefulSets()
 
+	if err := stss.Informer().AddIndexers(cache.Indexers{byController: controllerUID}); err != nil {
+		return nil, nil, err
+	}
 	var synced []cache.InformerSynced
 	instHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueInstallation,
@@ -77,6 +82,7 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		configMaps:    cms.Lister(),
 		services:      svcs.Lister(),
 		statefulSets:  stss.Lister(),
+		setsByOwner:   stss.Informer().GetIndexer(),
 	}, synced, nil
 }
 

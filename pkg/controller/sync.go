@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -153,12 +152,16 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 // beyond spec.shards. Their claims follow the retention policy that
 // storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
 func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
-	sets, err := l.statefulSets.StatefulSets(inst.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(inst)))
+	sets, err := l.setsByOwner.ByIndex(byController, string(inst.UID))
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, sts := range sets {
+	for _, obj := range sets {
+		sts, ok := obj.(*appsv1.StatefulSet)
+		if !ok {
+			continue
+		}
 		shard, err := strconv.Atoi(sts.Labels[resources.LabelShard])
 		if err != nil || int32(shard) < resources.Shards(inst) || !metav1.IsControlledBy(sts, inst) || c.leaving(sts) {
 			continue
