@@ -49,16 +49,37 @@ func run(ctx context.Context, o options) error {
 	cfg.UserAgent = operator.Component
 	// A hung request must not hold a worker, or the drain at shutdown, forever.
 	cfg.Timeout = 30 * time.Second
-	op, err := operator.New(cfg, operator.Config{
-		Namespaces: o.namespaces, Workers: o.workers, ResyncPeriod: o.resyncPeriod,
-		ClusterDomain: o.clusterDomain, InstallationSelector: o.installationSelector,
-	})
+	op, err := operator.New(cfg, o.operatorConfig())
 	if err != nil {
 		return err
 	}
 	klog.InfoS("Starting lin-operator", "namespaces", o.namespaces.String(), "workers", o.workers,
-		"resyncPeriod", o.resyncPeriod, "qps", o.qps, "burst", o.burst)
+		"resyncPeriod", o.resyncPeriod, "qps", o.qps, "burst", o.burst, "leaderElect", o.leaderElect)
 	return op.Run(ctx)
+}
+
+// operatorConfig turns the flags into the operator's configuration.
+func (o options) operatorConfig() operator.Config {
+	cfg := operator.Config{
+		Namespaces: o.namespaces, Workers: o.workers, ResyncPeriod: o.resyncPeriod,
+		ClusterDomain: o.clusterDomain, InstallationSelector: o.installationSelector,
+		MetricsAddress: enabled(o.metricsAddress), HealthAddress: enabled(o.healthAddress),
+	}
+	if o.leaderElect {
+		cfg.LeaderElection = &operator.LeaderElection{
+			Namespace: o.leaderElectionNamespace, Name: o.leaderElectionID,
+			LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		}
+	}
+	return cfg
+}
+
+// enabled returns addr, or "" for the address that turns an endpoint off.
+func enabled(addr string) string {
+	if addr == disabled {
+		return ""
+	}
+	return addr
 }
 
 // restConfig loads the API server's address and credentials: from the

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +30,9 @@ type Options struct {
 	ClusterDomain string
 	// Recorder records events on Installations.
 	Recorder record.EventRecorder
+	// ObserveReconcile, if set, is told how long each reconcile took and
+	// the error it returned, for metrics.
+	ObserveReconcile func(time.Duration, error)
 }
 
 // Controller reconciles Installations. It reads only from its informers'
@@ -52,6 +56,8 @@ type Controller struct {
 	deletions *deletions
 	// statusWrites are the status writes the cache has not shown yet.
 	statusWrites *statusWrites
+	// observe records each reconcile's duration and error.
+	observe func(time.Duration, error)
 }
 
 // New wires a Controller to the informers and registers its event handlers.
@@ -68,6 +74,10 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 		clusterDomain: opts.ClusterDomain,
 		deletions:     newDeletions(),
 		statusWrites:  newStatusWrites(),
+		observe:       opts.ObserveReconcile,
+	}
+	if c.observe == nil {
+		c.observe = func(time.Duration, error) {}
 	}
 	for ns, linFactory := range inf.Lin {
 		l, synced, err := c.watch(linFactory, inf.Kube[ns])
@@ -128,7 +138,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 
-	if err := c.sync(ctx, key); err != nil {
+	start := time.Now()
+	err := c.sync(ctx, key)
+	c.observe(time.Since(start), err)
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling failed, requeuing", "installation", key)
 		c.queue.AddRateLimited(key)
 		return true

@@ -1,10 +1,12 @@
 // Package operator wires the operator together: clients, event recording,
-// informers and the controller. The command and the tests both run it.
+// informers, the controller, leader election, and the metrics and health
+// endpoints. The command and the tests both run it.
 package operator
 
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +15,14 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	linscheme "lin.dev/lin-operator/pkg/client/clientset/versioned/scheme"
 	"lin.dev/lin-operator/pkg/controller"
+	"lin.dev/lin-operator/pkg/metrics"
 )
 
 // Component names the operator in events.
@@ -44,6 +49,13 @@ type Config struct {
 	// transform and label filter; they are there for measuring what those save
 	// (see controller.InformerOptions), and the command never sets them.
 	KeepManagedFields, WatchAllChildren bool
+	// LeaderElection, if set, runs the workers only while this process
+	// holds a Lease; the informers run either way.
+	LeaderElection *LeaderElection
+	// MetricsAddress is where /metrics is served; empty: nowhere.
+	MetricsAddress string
+	// HealthAddress is where /healthz and /readyz are served; empty: nowhere.
+	HealthAddress string
 }
 
 // Operator is a wired operator, ready to Run.
@@ -54,10 +66,23 @@ type Operator struct {
 	config      Config
 	informers   *controller.Informers
 	broadcaster record.EventBroadcaster
+	// recorder records the operator's events, on Installations and on the Lease.
+	recorder record.EventRecorder
+	// leaseClient renews the Lease; it has a rate limiter of its own, so
+	// that a busy controller cannot delay a renewal.
+	leaseClient kubernetes.Interface
+	// watchdog fails /healthz when the leader has not renewed its Lease in time.
+	watchdog *leaderelection.HealthzAdaptor
+	// electing is true while the leader election runs.
+	electing atomic.Bool
+	// installations lists the cached Installations, for metrics.
+	installations func() ([]*linv1.Installation, error)
 }
 
 // New makes the clients from restConfig, the informers and the controller.
 func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
+	// Before the clients and the queue are made: they take their metrics then.
+	metrics.Register()
 	kubeClient, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
@@ -68,26 +93,58 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 	inf := controller.NewInformers(kubeClient, linClient, controller.InformerOptions{
 		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
 		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren,
 	})
 	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
-		ClusterDomain: cfg.ClusterDomain,
-		Recorder:      broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}),
+		ClusterDomain:    cfg.ClusterDomain,
+		Recorder:         recorder,
+		ObserveReconcile: metrics.ObserveReconcile,
 	})
 	if err != nil {
 		broadcaster.Shutdown()
 		return nil, err
 	}
-	return &Operator{Controller: ctrl, config: cfg, informers: inf, broadcaster: broadcaster}, nil
+	leaseClient, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("making the Lease client: %w", err)
+	}
+	return &Operator{
+		Controller: ctrl, config: cfg, informers: inf, broadcaster: broadcaster, recorder: recorder,
+		leaseClient: leaseClient, watchdog: leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout),
+		installations: cachedInstallations(inf),
+	}, nil
 }
 
-// Run starts the informers and runs the controller until ctx is done; then it
-// drains the queue, stops the informers, flushes the events and returns.
+// watchdogTimeout is how long past its lease duration a leader that cannot
+// renew still counts as healthy, as in Kubernetes' own controller managers.
+const watchdogTimeout = 20 * time.Second
+
+// Run serves the endpoints, starts the informers and runs the controller
+// (with leader election, only while it leads) until ctx is done; then it
+// drains the queue, releases the Lease, stops the informers and the
+// endpoints, flushes the events and returns. It returns ErrLeaseLost early if
+// the lead is lost.
 func (o *Operator) Run(ctx context.Context) error {
 	defer o.broadcaster.Shutdown()
-	o.informers.Start(ctx)
-	defer o.informers.Shutdown()
-	return o.Controller.Run(ctx, o.config.Workers)
+	stopServing, err := o.serve()
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	// The informers get a context of their own, as Run may return before
+	// ctx is done (ErrLeaseLost) and must stop them to return at all.
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	o.informers.Start(informersCtx)
+	defer func() {
+		stopInformers()
+		o.informers.Shutdown()
+	}()
+	if o.config.LeaderElection == nil {
+		return o.Controller.Run(ctx, o.config.Workers)
+	}
+	return o.runElected(ctx)
 }

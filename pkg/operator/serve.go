@@ -1,0 +1,134 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/controller"
+	"lin.dev/lin-operator/pkg/metrics"
+)
+
+// endpoint is one HTTP server the operator runs.
+type endpoint struct {
+	// name says what it serves, in logs and errors.
+	name string
+	// addr is the address it listens on.
+	addr string
+	// handler serves its paths.
+	handler http.Handler
+}
+
+// endpoints are the metrics and health servers that the config asks for.
+func (o *Operator) endpoints() ([]endpoint, error) {
+	var eps []endpoint
+	if o.config.MetricsAddress != "" {
+		h, err := metrics.Handler(metrics.NewInstallationCollector(o.installations))
+		if err != nil {
+			return nil, err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", h)
+		eps = append(eps, endpoint{"metrics", o.config.MetricsAddress, mux})
+	}
+	if o.config.HealthAddress != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/healthz", probe(o.watchdog.Check))
+		mux.Handle("/readyz", probe(o.ready))
+		eps = append(eps, endpoint{"health", o.config.HealthAddress, mux})
+	}
+	return eps, nil
+}
+
+// serve starts the endpoints and returns a function that stops them. It
+// fails at once when an address cannot be bound, rather than running blind.
+func (o *Operator) serve() (stop func(), err error) {
+	eps, err := o.endpoints()
+	if err != nil {
+		return nil, err
+	}
+	var servers []*http.Server
+	stop = func() {
+		for _, s := range servers {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.Shutdown(ctx)
+			cancel()
+		}
+	}
+	for _, ep := range eps {
+		s, err := listen(ep)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	return stop, nil
+}
+
+// listen binds ep's address and serves it in the background.
+func listen(ep endpoint) (*http.Server, error) {
+	l, err := net.Listen("tcp", ep.addr)
+	if err != nil {
+		return nil, fmt.Errorf("serving %s: %w", ep.name, err)
+	}
+	s := &http.Server{Handler: ep.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Server stopped", "server", ep.name, "address", ep.addr)
+		}
+	}()
+	klog.InfoS("Serving", "server", ep.name, "address", l.Addr().String())
+	return s, nil
+}
+
+// probe answers 200 "ok" when check passes, else 503 with its error.
+func probe(check func(*http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+// ready holds once the informer caches have synced and, with leader
+// election, while the election runs: a replica waiting for the Lease is ready
+// to take over.
+func (o *Operator) ready(*http.Request) error {
+	if !o.Controller.HasSynced() {
+		return errors.New("the informer caches have not synced")
+	}
+	if o.config.LeaderElection != nil && !o.electing.Load() {
+		return errors.New("the leader election is not running")
+	}
+	return nil
+}
+
+// cachedInstallations returns a function that lists the Installations in the
+// informer caches of every watched namespace.
+func cachedInstallations(inf *controller.Informers) func() ([]*linv1.Installation, error) {
+	var listers []func(labels.Selector) ([]*linv1.Installation, error)
+	for _, f := range inf.Lin {
+		listers = append(listers, f.Lin().V1().Installations().Lister().List)
+	}
+	return func() ([]*linv1.Installation, error) {
+		var all []*linv1.Installation
+		for _, list := range listers {
+			insts, err := list(labels.Everything())
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, insts...)
+		}
+		return all, nil
+	}
+}
