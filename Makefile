@@ -12,14 +12,21 @@ CLUSTER_KUBECONFIG ?=
 RUN_ARGS ?=
 # Where `make run` and `make cluster-up` keep the local control plane.
 STATE_DIR := .state/cluster
+# The image `make image` builds, and the tool that builds it (docker or podman).
+IMAGE ?= lin-operator:latest
+CONTAINER_TOOL ?= docker
 
-.PHONY: all build tools test test-unit verify generate run cluster-up cluster-down clean clean-tools
+.PHONY: all build image tools test test-unit verify generate run cluster-up cluster-down clean clean-tools
 
 all: build
 
 ## build: the operator binary in bin/.
 build:
 	$(GO_BUILD) -o $(BIN) ./cmd/operator
+
+## image: the operator's container image (Dockerfile), tagged $(IMAGE).
+image:
+	$(CONTAINER_TOOL) build -t $(IMAGE) .
 
 ## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
 ## and kwok, built once into the cache folder (see hack/build-tools.sh).

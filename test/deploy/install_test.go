@@ -1,0 +1,233 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"lin.dev/lin-operator/test/harness"
+)
+
+const (
+	// systemNamespace is where deploy/ installs the operator.
+	systemNamespace = "lin-system"
+	// operatorName names the ServiceAccount, the Deployment and the default Lease.
+	operatorName = "lin-operator"
+	// timeout bounds waits on the control plane: scheduling, kwok marking
+	// pods ready, garbage collection and operators starting take seconds.
+	timeout = 2 * time.Minute
+)
+
+var (
+	installOnce sync.Once
+	installErr  error
+)
+
+// install applies deploy/ once for the package, as a user would, and waits
+// until the CRD it installs is served.
+func install(t *testing.T) {
+	t.Helper()
+	installOnce.Do(func() {
+		ctx := context.Background()
+		if _, installErr = testEnv.Kubectl(ctx, "apply", "-k", filepath.Join(repoRoot, "deploy")); installErr != nil {
+			return
+		}
+		_, installErr = testEnv.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=2m",
+			"customresourcedefinition/installations.lin.dev")
+	})
+	if installErr != nil {
+		t.Fatalf("kubectl apply -k deploy/: %v", installErr)
+	}
+}
+
+// render returns the objects that the kustomization in dir makes.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := testEnv.Kubectl(t.Context(), "kustomize", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
+		}
+		if len(obj) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}
+
+// typed converts the one object of kind in objs into out.
+func typed(t *testing.T, objs []*unstructured.Unstructured, kind string, out any) {
+	t.Helper()
+	for _, u := range objs {
+		if u.GetKind() == kind {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+				t.Fatalf("converting %s %s: %v", kind, u.GetName(), err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the kustomization makes no %s", kind)
+}
+
+// deploymentArgs returns the arguments of the operator container of the
+// Deployment in objs, with $(VAR) references expanded as the kubelet
+// expands them, from the container's environment.
+func deploymentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var d appsv1.Deployment
+	typed(t, objs, "Deployment", &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	var pairs []string
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			pairs = append(pairs, "$("+e.Name+")", e.Value)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			pairs = append(pairs, "$("+e.Name+")", d.Namespace)
+		}
+	}
+	expand := strings.NewReplacer(pairs...)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = expand.Replace(a)
+	}
+	return args
+}
+
+// waitDeploymentAvailable waits until every replica of the operator's
+// Deployment in namespace runs and is ready.
+func waitDeploymentAvailable(t *testing.T, namespace string) {
+	t.Helper()
+	harness.Eventually(t, timeout, "the operator's Deployment in "+namespace+" to be available", func(ctx context.Context) (bool, error) {
+		d, err := testEnv.Client.AppsV1().Deployments(namespace).Get(ctx, operatorName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		want := *d.Spec.Replicas
+		if d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != want || d.Status.UpdatedReplicas != want {
+			return false, fmt.Errorf("%d of %d replicas available: %+v", d.Status.AvailableReplicas, want, d.Status.Conditions)
+		}
+		return true, nil
+	})
+}
+
+// restrictedViolation is a pod that Pod Security `restricted` refuses.
+func restrictedViolation(namespace string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "runs-as-root", Namespace: namespace},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+}
+
+func TestApplyInstallsEverythingAndThePodsPassRestricted(t *testing.T) {
+	install(t)
+	ctx := t.Context()
+	ns, err := testEnv.Client.CoreV1().Namespaces().Get(ctx, systemNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace %s labels = %v, want Pod Security restricted enforced", systemNamespace, ns.Labels)
+	}
+	// The admission plugin enforces the level, so the pods it admitted pass it.
+	_, err = testEnv.Client.CoreV1().Pods(systemNamespace).Create(ctx, restrictedViolation(systemNamespace),
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Fatalf("a pod that violates restricted was not refused in %s: %v", systemNamespace, err)
+	}
+	waitDeploymentAvailable(t, systemNamespace)
+	pods, err := testEnv.Client.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + operatorName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 {
+		t.Errorf("%d operator pods, want 2", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.Spec.ServiceAccountName != operatorName {
+			t.Errorf("pod %s: phase %s, service account %q", p.Name, p.Status.Phase, p.Spec.ServiceAccountName)
+		}
+	}
+
+	// Applying again, as an upgrade does, changes nothing.
+	if _, err := testEnv.Kubectl(ctx, "apply", "-k", filepath.Join(repoRoot, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := testEnv.Kubectl(ctx, "diff", "-k", filepath.Join(repoRoot, "deploy")); err != nil {
+		t.Errorf("kubectl diff -k deploy/ after apply: %v\n%s", err, out)
+	}
+}
+
+func TestRBACHasNoWildcardsAndTheRoleMatchesTheClusterRole(t *testing.T) {
+	var clusterRole rbacv1.ClusterRole
+	typed(t, render(t, filepath.Join(repoRoot, "deploy")), "ClusterRole", &clusterRole)
+	var role rbacv1.Role
+	typed(t, render(t, filepath.Join(repoRoot, "deploy", "namespaced")), "Role", &role)
+	if !slices.EqualFunc(clusterRole.Rules, role.Rules, func(a, b rbacv1.PolicyRule) bool {
+		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs)
+	}) {
+		t.Errorf("the namespaced Role's rules differ from the ClusterRole's:\n%v\n%v", role.Rules, clusterRole.Rules)
+	}
+	for _, dir := range []string{"deploy", "deploy/namespaced"} {
+		for _, obj := range render(t, filepath.Join(repoRoot, dir)) {
+			if obj.GetKind() != "Role" && obj.GetKind() != "ClusterRole" {
+				continue
+			}
+			var r rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range r.Rules {
+				if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.Resources, "*") || slices.Contains(rule.APIGroups, "*") {
+					t.Errorf("%s %s/%s has a wildcard rule: %+v", dir, obj.GetKind(), obj.GetName(), rule)
+				}
+			}
+		}
+	}
+}
+
+// namespacedInstall applies deploy/namespaced into namespace through an
+// overlay, as the README says, and waits for its Deployment.
+func namespacedInstall(t *testing.T, namespace string) []*unstructured.Unstructured {
+	t.Helper()
+	install(t)
+	overlay := t.TempDir()
+	base, err := filepath.Rel(overlay, filepath.Join(repoRoot, "deploy", "namespaced"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf("namespace: %s\nresources:\n  - %s\n", namespace, base)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testEnv.Kubectl(t.Context(), "apply", "-k", overlay); err != nil {
+		t.Fatal(err)
+	}
+	waitDeploymentAvailable(t, namespace)
+	return render(t, overlay)
+}

@@ -1,0 +1,298 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"lin.dev/lin-operator/test/harness"
+)
+
+// operatorProcess is the operator binary running as a child of the test.
+type operatorProcess struct {
+	// name tells the processes of a test apart in its log.
+	name string
+	cmd  *exec.Cmd
+	// logPath receives the operator's output.
+	logPath string
+	// metricsURL and healthURL are the endpoints' base URLs.
+	metricsURL, healthURL string
+	// done is closed when the process has exited; err is then its exit error.
+	done chan struct{}
+	err  error
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startOperator runs the operator binary with args, then with its kubeconfig
+// and endpoints on free loopback ports; a flag given twice takes the last
+// value, so args may be a Deployment's and the endpoints still move. The
+// process gets SIGTERM when the test ends, SIGKILL if it does not exit, and
+// it dies with the test binary whatever happens.
+func startOperator(t *testing.T, name, kubeconfig string, args ...string) *operatorProcess {
+	t.Helper()
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	healthAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	args = append(args, "--kubeconfig="+kubeconfig,
+		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
+	p := &operatorProcess{
+		name:       name,
+		logPath:    filepath.Join(t.TempDir(), name+".log"),
+		metricsURL: "http://" + metricsAddr,
+		healthURL:  "http://" + healthAddr,
+		done:       make(chan struct{}),
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	p.cmd = exec.Command(operatorBinary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting operator %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Logf("operator %s (pid %d): %s", name, p.cmd.Process.Pid, strings.Join(args, " "))
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("operator %s log:\n%s", name, p.logTail(60))
+		}
+	})
+	return p
+}
+
+// signal sends sig to the operator.
+func (p *operatorProcess) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signalling operator %s: %v", p.name, err)
+	}
+}
+
+// wait waits up to timeout for the operator to exit and returns its exit
+// code, or fails the test.
+func (p *operatorProcess) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		t.Fatalf("operator %s did not exit within %s", p.name, timeout)
+	}
+	var exit *exec.ExitError
+	if errors.As(p.err, &exit) {
+		return exit.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatalf("operator %s: %v", p.name, p.err)
+	}
+	return 0
+}
+
+// stop sends SIGTERM, and SIGKILL to what is left after 30 seconds.
+func (p *operatorProcess) stop(t *testing.T) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("operator %s did not stop within 30s of SIGTERM", p.name)
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// log returns the operator's output so far.
+func (p *operatorProcess) log(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// logTail returns the last n lines of the operator's output.
+func (p *operatorProcess) logTail(n int) string {
+	data, _ := os.ReadFile(p.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// get returns the status and body of a GET of url.
+func get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// waitReady waits until the operator answers /readyz with 200.
+func (p *operatorProcess) waitReady(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, "operator "+p.name+" to be ready", func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.done:
+			return false, fmt.Errorf("operator %s exited: %v\n%s", p.name, p.err, p.logTail(20))
+		default:
+		}
+		code, body, err := get(ctx, p.healthURL+"/readyz")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("/readyz: %d %s", code, body)
+		}
+		return err == nil, err
+	})
+}
+
+// metrics scrapes the operator's /metrics.
+func (p *operatorProcess) metrics(ctx context.Context) (metricFamilies, error) {
+	code, body, err := get(ctx, p.metricsURL+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("/metrics of %s: %d %s", p.name, code, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(body))
+}
+
+// metricFamilies are parsed metrics, by name.
+type metricFamilies map[string]*dto.MetricFamily
+
+// sum adds up the samples of family whose labels include every one of want;
+// a histogram's samples count its observations.
+func (m metricFamilies) sum(family string, want map[string]string) float64 {
+	total := 0.0
+	for _, metric := range m[family].GetMetric() {
+		if !hasLabels(metric, want) {
+			continue
+		}
+		switch {
+		case metric.Counter != nil:
+			total += metric.Counter.GetValue()
+		case metric.Gauge != nil:
+			total += metric.Gauge.GetValue()
+		case metric.Histogram != nil:
+			total += float64(metric.Histogram.GetSampleCount())
+		}
+	}
+	return total
+}
+
+// hasLabels reports whether metric carries every label of want.
+func hasLabels(metric *dto.Metric, want map[string]string) bool {
+	found := 0
+	for _, l := range metric.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(want)
+}
+
+// writes adds up the operator's requests that are not reads.
+func (m metricFamilies) writes() float64 {
+	total := 0.0
+	for _, metric := range m["rest_client_requests_total"].GetMetric() {
+		for _, l := range metric.GetLabel() {
+			if l.GetName() == "method" && l.GetValue() != http.MethodGet {
+				total += metric.Counter.GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// leading reports whether the operator holds the Lease named lease.
+func (p *operatorProcess) leading(ctx context.Context, lease string) (bool, error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return false, err
+	}
+	return m.sum("leader_election_master_status", map[string]string{"name": lease}) == 1, nil
+}
+
+// waitLeading waits until the operator holds the Lease and returns how long
+// that took.
+func (p *operatorProcess) waitLeading(t *testing.T, lease string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	harness.Eventually(t, timeout, "operator "+p.name+" to lead", func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.done:
+			return false, fmt.Errorf("operator %s exited: %v", p.name, p.err)
+		default:
+		}
+		return p.leading(ctx, lease)
+	})
+	return time.Since(start)
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount namespace/name with a token from the TokenRequest API, as
+// a pod of the Deployment would.
+func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
+	t.Helper()
+	tr, err := testEnv.Client.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["env"] = &clientcmdapi.Cluster{Server: testEnv.Config.Host, CertificateAuthorityData: testEnv.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "env", AuthInfo: name, Namespace: namespace}
+	cfg.CurrentContext = name
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
