@@ -6,10 +6,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// deletions remembers the children this controller deleted until their
-// deletion reaches the cache. A sync that runs on a cache that still holds
-// such a child waits for the delete event instead of deleting it again, the
-// way Kubernetes' controllers keep "expectations".
+// deletions remembers the children this controller deleted, and the
+// Installations that a status write found gone, until their deletion reaches
+// the cache. A sync that runs on a cache that still holds such an object
+// waits for the delete event instead of deleting the child again or
+// reconciling the Installation, the way Kubernetes' controllers keep
+// "expectations".
 type deletions struct {
 	mu   sync.Mutex
 	uids map[types.UID]struct{}

@@ -44,7 +44,10 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		// Every update is enqueued, resyncs included: a resync is how drift
 		// that no event announced (a foreign object deleted, say) is found.
 		UpdateFunc: func(_, obj any) { c.enqueueInstallation(obj) },
-		DeleteFunc: c.enqueueInstallation,
+		DeleteFunc: func(obj any) {
+			c.observeDeletion(obj)
+			c.enqueueInstallation(obj)
+		},
 	}
 	childHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc: c.handleChild,
@@ -56,9 +59,7 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if m, err := apimeta.Accessor(unwrapTombstone(obj)); err == nil {
-				c.deletions.observed(m.GetUID())
-			}
+			c.observeDeletion(obj)
 			c.handleChild(obj)
 		},
 	}
@@ -141,6 +142,14 @@ func sameResourceVersion(a, b any) bool {
 	ma, errA := apimeta.Accessor(a)
 	mb, errB := apimeta.Accessor(b)
 	return errA == nil && errB == nil && ma.GetResourceVersion() == mb.GetResourceVersion()
+}
+
+// observeDeletion forgets a deleted object, or a tombstone's, among the
+// deletions the cache had not shown yet.
+func (c *Controller) observeDeletion(obj any) {
+	if m, err := apimeta.Accessor(unwrapTombstone(obj)); err == nil {
+		c.deletions.observed(m.GetUID())
+	}
 }
 
 // unwrapTombstone returns the object a DeletedFinalStateUnknown stands for, or obj.

@@ -36,13 +36,21 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	inst = c.statusWrites.latest(inst)
-	if inst.DeletionTimestamp != nil {
+	if inst.DeletionTimestamp != nil || c.deletions.pending(inst.UID) {
+		// Being deleted, or gone already though the cache still holds it.
 		return nil
 	}
 
 	out := c.reconcile(ctx, inst, l)
 	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, metav1.Now())
 	if err := c.updateStatus(ctx, inst, status); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The Installation is gone and its delete event is on the way.
+			// Until it comes, the garbage collector's deletions of the
+			// children wake this sync, which must not make them again.
+			c.deletions.expect(inst.UID)
+			return nil
+		}
 		return errors.Join(out.err, err)
 	}
 	if out.err != nil && out.permanent {
