@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/operator"
 	"lin.dev/lin-operator/pkg/resources"
 	"lin.dev/lin-operator/test/harness"
 )
@@ -255,10 +256,9 @@ func TestRestartAndResyncMakeNoWritesAndRestartNoPod(t *testing.T) {
 	ns, op := setup(t, harness.Options{})
 	createReady(t, newInstallation(ns, "demo", 2, 2, ""))
 	pods := podUIDs(t, ns, "demo")
-	events, err := testEnv.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The recorder sends events in the background: wait until the last of
+	// the creation's events has arrived.
+	events := settledEvents(t, ns)
 	op.Stop()
 
 	restarted := harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
@@ -270,10 +270,37 @@ func TestRestartAndResyncMakeNoWritesAndRestartNoPod(t *testing.T) {
 	if got := podUIDs(t, ns, "demo"); replaced(pods, got) != 0 {
 		t.Errorf("pods restarted: before %v, after %v", pods, got)
 	}
-	after, err := testEnv.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(after.Items) != len(events.Items) {
-		t.Errorf("events grew from %d to %d over the restart and resyncs: %v", len(events.Items), len(after.Items), err)
+	if after := operatorEvents(t, ns); after != events {
+		t.Errorf("the operator's events grew from %d to %d over the restart and resyncs", events, after)
 	}
+}
+
+// operatorEvents counts the events the operator recorded in ns.
+func operatorEvents(t *testing.T, ns string) int {
+	t.Helper()
+	list, err := testEnv.Client.CoreV1().Events(ns).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "source=" + operator.Component})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// settledEvents waits until the operator's events in ns stop growing for a
+// second, and returns their count.
+func settledEvents(t *testing.T, ns string) int {
+	t.Helper()
+	last, stable := -1, 0
+	harness.Eventually(t, timeout, "the operator's events to settle", func(context.Context) (bool, error) {
+		n := operatorEvents(t, ns)
+		if n == last {
+			stable++
+		} else {
+			last, stable = n, 0
+		}
+		return stable >= 10, nil // a second without a new one, at 100ms a poll
+	})
+	return last
 }
 
 func TestOneUnreconcilableInstallationDoesNotHoldBackTwentyGoodOnes(t *testing.T) {

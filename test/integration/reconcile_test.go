@@ -41,15 +41,7 @@ func create(t *testing.T, inst *linv1.Installation) *linv1.Installation {
 // edit changes an Installation's spec, retrying on conflicts.
 func edit(t *testing.T, ns, name string, change func(*linv1.Installation)) {
 	t.Helper()
-	harness.Eventually(t, timeout, "an edit of "+name, func(ctx context.Context) (bool, error) {
-		inst, err := linClient.LinV1().Installations(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		change(inst)
-		_, err = linClient.LinV1().Installations(ns).Update(ctx, inst, metav1.UpdateOptions{})
-		return err == nil, err
-	})
+	harness.EditInstallation(t, linClient, ns, name, change)
 }
 
 // waitObserved waits until status describes the current generation and
