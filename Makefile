@@ -41,6 +41,13 @@ test: tools
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
+## bench: measures the operator against a local control plane (etcd with fsync)
+## next to a plain client writing the same objects, and writes docs/benchmarks.md
+## and docs/benchmarks.json; about 10 minutes. BENCH_ARGS="-n 50 -shards 1" for a quick one.
+.PHONY: bench
+bench: tools
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) run ./cmd/bench $(BENCH_ARGS)
+
 ## verify: generated code up to date, gofmt, go vet, tidy modules.
 verify:
 	hack/verify-codegen.sh

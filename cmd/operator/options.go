@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"lin.dev/lin-operator/pkg/operator"
 )
 
 // options are the operator's command-line flags.
@@ -60,11 +62,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Path to a kubeconfig. Empty: the in-cluster config, else $KUBECONFIG or ~/.kube/config.")
 	fs.Var(&o.namespaces, "namespace",
 		"Namespace to watch; repeat the flag or give a comma-separated list. Empty: all namespaces.")
-	fs.IntVar(&o.workers, "workers", 4, "Number of Installations reconciled at once.")
-	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Minute,
+	fs.IntVar(&o.workers, "workers", operator.DefaultWorkers, "Number of Installations reconciled at once.")
+	fs.DurationVar(&o.resyncPeriod, "resync-period", operator.DefaultResyncPeriod,
 		"How often every Installation is reconciled again although nothing changed (0: never).")
-	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady requests per second to the API server.")
-	fs.IntVar(&o.burst, "kube-api-burst", 100, "Requests allowed in a burst above --kube-api-qps.")
+	fs.Float64Var(&o.qps, "kube-api-qps", operator.DefaultQPS, "Steady requests per second to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", operator.DefaultBurst, "Requests allowed in a burst above --kube-api-qps.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The cluster's DNS domain, used in pod and Service names.")
 	fs.StringVar(&o.installationSelector, "installation-selector", "",
 		"Label selector of the Installations this operator reconciles; empty: all. "+

@@ -1,6 +1,6 @@
-// Package harness runs the operator inside a test process against a real API
-// server, counting every request it makes, and offers the waits and object
-// makers that the integration tests share.
+// Package harness runs the operator inside a test (or benchmark) process
+// against a real API server, counting every request it makes, and offers the
+// waits and object makers that the integration tests share.
 package harness
 
 import (
@@ -27,7 +27,7 @@ type Options struct {
 	InstallationSelector string
 }
 
-// Operator is an operator running in the test process.
+// Operator is an operator running in this process.
 type Operator struct {
 	// Requests counts every request the operator's clients made.
 	Requests *RequestCounter
@@ -37,6 +37,8 @@ type Operator struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	// err is what the operator's Run returned; set when done is closed.
+	err error
 }
 
 // StartOperator runs the operator against cfg until the test ends (or Stop),
@@ -46,36 +48,53 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts Options) *Operator {
 	if opts.Workers == 0 {
 		opts.Workers = 4
 	}
-	counter := NewRequestCounter()
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = operator.Component + "-test"
-	cfg.Wrap(counter.Wrap)
-	op, err := operator.New(cfg, operator.Config{
+	run, err := RunOperator(cfg, operator.Config{
 		Namespaces: opts.Namespaces, Workers: opts.Workers, ResyncPeriod: opts.ResyncPeriod,
 		ClusterDomain: "cluster.local", InstallationSelector: opts.InstallationSelector,
 	})
 	if err != nil {
 		t.Fatalf("making the operator: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &Operator{Requests: counter, Controller: op.Controller, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(run.done)
-		if err := op.Run(ctx); err != nil {
+	t.Cleanup(func() {
+		if err := run.Stop(); err != nil {
 			t.Errorf("operator: %v", err)
 		}
-	}()
-	t.Cleanup(run.Stop)
+	})
 	Eventually(t, 30*time.Second, "the operator's caches to sync", func(context.Context) (bool, error) {
-		return op.Controller.HasSynced(), nil
+		return run.Controller.HasSynced(), nil
 	})
 	return run
 }
 
-// Stop stops the operator and waits until its workers are done.
-func (o *Operator) Stop() {
+// RunOperator runs the operator configured by oc against cfg, counting its
+// requests, until Stop. It returns at once; Controller.HasSynced tells when
+// the caches have synced. Programs that are not tests (the benchmark) use it
+// as StartOperator does.
+func RunOperator(cfg *rest.Config, oc operator.Config) (*Operator, error) {
+	counter := NewRequestCounter()
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(counter.Wrap)
+	op, err := operator.New(cfg, oc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &Operator{Requests: counter, Controller: op.Controller, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(run.done)
+		run.err = op.Run(ctx)
+	}()
+	return run, nil
+}
+
+// Stop stops the operator and waits until its workers are done. It returns
+// the error the operator's Run returned, if any.
+func (o *Operator) Stop() error {
 	o.once.Do(func() {
 		o.cancel()
 		<-o.done
 	})
+	return o.err
 }

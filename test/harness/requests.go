@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -11,24 +12,33 @@ import (
 )
 
 // RequestCounter counts the requests that pass through a client transport,
-// by verb and resource, as the API server would name them.
+// by verb and resource, as the API server would name them, and apart from
+// them the requests that the API server refused with a conflict.
 type RequestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu        sync.Mutex
+	counts    map[string]int
+	conflicts map[string]int
 }
 
 // NewRequestCounter returns an empty counter.
 func NewRequestCounter() *RequestCounter {
-	return &RequestCounter{counts: map[string]int{}}
+	return &RequestCounter{counts: map[string]int{}, conflicts: map[string]int{}}
 }
 
 // Wrap is a rest.Config transport wrapper that counts each request.
 func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		key := requestKey(req)
 		c.mu.Lock()
-		c.counts[requestKey(req)]++
+		c.counts[key]++
 		c.mu.Unlock()
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			c.mu.Lock()
+			c.conflicts[key]++
+			c.mu.Unlock()
+		}
+		return resp, err
 	})
 }
 
@@ -42,7 +52,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 var writeVerbs = sets.New("create", "update", "patch", "delete", "deletecollection")
 
 // requestKey names a request "verb resource[/subresource]", with the verbs
-// of the API server's audit log: get, list, watch, create, update, patch, delete.
+// of the API server's audit log: get, list, watch, create, update, patch,
+// delete; a dry run's verb starts with DryRunPrefix.
 func requestKey(req *http.Request) string {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	// /api/v1/namespaces/ns/configmaps/name or /apis/group/version/...
@@ -78,24 +89,40 @@ func requestKey(req *http.Request) string {
 	case req.Method == http.MethodPut:
 		verb = "update"
 	}
+	if req.URL.Query().Has("dryRun") {
+		// A server-side dry run changes nothing: it is counted apart from the writes.
+		verb = DryRunPrefix + verb
+	}
 	return verb + " " + resource
 }
+
+// DryRunPrefix starts the verb of a dry-run request: "dryrun-create configmaps".
+const DryRunPrefix = "dryrun-"
 
 // Snapshot returns a copy of the counts.
 func (c *RequestCounter) Snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.counts)
+}
+
+// Conflicts returns a copy of the counts of requests answered 409 Conflict: a
+// write made from a stale copy of an object, which the API server refused.
+func (c *RequestCounter) Conflicts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.conflicts)
 }
 
 // Since returns the counts made after an earlier snapshot.
 func (c *RequestCounter) Since(before map[string]int) map[string]int {
+	return Diff(c.Snapshot(), before)
+}
+
+// Diff returns the counts that grew from before to now, by how much.
+func Diff(now, before map[string]int) map[string]int {
 	out := map[string]int{}
-	for k, v := range c.Snapshot() {
+	for k, v := range now {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
 		}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+	"lin.dev/lin-operator/pkg/operator"
+	"lin.dev/lin-operator/pkg/resources"
+	"lin.dev/lin-operator/test/env"
+	"lin.dev/lin-operator/test/harness"
+)
+
+// clusterDomain is the operator's --cluster-domain in every run.
+const clusterDomain = "cluster.local"
+
+// bench holds the control plane and the clients of the benchmark itself.
+type bench struct {
+	o   options
+	env *env.Env
+	// kube and lin have no client-side rate limit: they create the
+	// Installations and play the floor, which the API server alone bounds.
+	kube kubernetes.Interface
+	lin  versioned.Interface
+	// namespaces numbers the namespaces made so far.
+	namespaces int
+}
+
+// newBench makes the unlimited clients of a started control plane.
+func newBench(o options, e *env.Env) (*bench, error) {
+	cfg := rest.CopyConfig(e.Config)
+	// A negative QPS turns client-go's rate limiter off.
+	cfg.QPS, cfg.Burst = -1, 0
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lin, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{o: o, env: e, kube: kube, lin: lin}, nil
+}
+
+// namespace creates a fresh namespace, so that no run sees another's objects.
+func (b *bench) namespace(ctx context.Context, what string) (string, error) {
+	b.namespaces++
+	name := fmt.Sprintf("%s-%d", what, b.namespaces)
+	_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return name, err
+}
+
+// restConfig is the operator's client configuration, as cmd/operator makes it.
+func restConfig(base *rest.Config, qps float64, burst int) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.UserAgent = operator.Component
+	cfg.Timeout = 30 * time.Second
+	return cfg
+}
+
+// startOperator runs the operator in this process on ns with a resync
+// period, and returns once its caches have synced, with the time that took.
+func (b *bench) startOperator(ctx context.Context, ns string, resync time.Duration) (*harness.Operator, time.Duration, error) {
+	began := time.Now()
+	op, err := harness.RunOperator(restConfig(b.env.Config, b.o.qps, b.o.burst), operator.Config{
+		Namespaces: []string{ns}, Workers: b.o.workers, ResyncPeriod: resync, ClusterDomain: clusterDomain,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return op.Controller.HasSynced(), nil
+	})
+	if err != nil {
+		return nil, 0, errors.Join(fmt.Errorf("waiting for the operator's caches: %w", err), op.Stop())
+	}
+	return op, time.Since(began), nil
+}
+
+// childInformers is a factory of informers on the operator's children in ns,
+// for the benchmark's own watches.
+func (b *bench) childInformers(ns string) kubeinformers.SharedInformerFactory {
+	return kubeinformers.NewSharedInformerFactoryWithOptions(b.kube, 0, kubeinformers.WithNamespace(ns),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = resources.ManagedBySelector }))
+}
+
+// installationName names the i-th Installation of a run.
+func installationName(i int) string { return "inst-" + strconv.Itoa(i) }
+
+// newInstallation is the i-th Installation of a run: the tests' small
+// Installation with the run's number of shards.
+func newInstallation(ns string, i, shards int) *linv1.Installation {
+	inst := harness.NewInstallation(ns, installationName(i))
+	inst.Spec.Shards = ptr.To(int32(shards))
+	return inst
+}
+
+// childrenPer is the number of children of an Installation of shards shards:
+// two ConfigMaps, two Services and a StatefulSet per shard.
+func childrenPer(shards int) int { return 4 + shards }
+
+// parallel runs fn for 0..n-1 on workers goroutines, as the operator's
+// workers would, and returns the first error; an error stops the rest.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var once sync.Once
+	var first error
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
+		if err := fn(ctx, i); err != nil {
+			once.Do(func() { first = err; cancel() })
+		}
+	})
+	return first
+}
+
+// quiet waits until counter has seen no request for a second, so that the
+// retries and late writes of a run are counted with it.
+func quiet(ctx context.Context, counter *harness.RequestCounter) error {
+	last, since := counter.Snapshot(), time.Now()
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, false, func(context.Context) (bool, error) {
+		now := counter.Snapshot()
+		if !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+		return time.Since(since) >= time.Second, nil
+	})
+}

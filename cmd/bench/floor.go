@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/controller"
+	"lin.dev/lin-operator/pkg/resources"
+)
+
+// floorResult is how fast a plain client wrote what the operator writes.
+type floorResult struct {
+	// Seconds is the time from the first create to the last write.
+	Seconds float64 `json:"seconds"`
+	// ChildrenPerSecond counts the children only, as convergence does.
+	ChildrenPerSecond float64 `json:"childrenPerSecond"`
+}
+
+// floor writes, on as many goroutines as the operator has workers and with no
+// client-side limit, what a converging operator run writes for n
+// Installations: each Installation, its children exactly as the operator
+// renders them, and one status update. Nothing is read and nothing compared,
+// so the API server alone bounds it.
+func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
+	ns, err := b.namespace(ctx, "floor")
+	if err != nil {
+		return floorResult{}, err
+	}
+	began := time.Now()
+	err = parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
+		return b.writeInstallation(ctx, newInstallation(ns, i, shards))
+	})
+	elapsed := time.Since(began)
+	if err != nil {
+		return floorResult{}, fmt.Errorf("floor in %s: %w", ns, err)
+	}
+	return floorResult{
+		Seconds:           elapsed.Seconds(),
+		ChildrenPerSecond: float64(n*childrenPer(shards)) / elapsed.Seconds(),
+	}, nil
+}
+
+// writeInstallation creates inst, then its children, then writes a status
+// that says the generation was observed.
+func (b *bench) writeInstallation(ctx context.Context, inst *linv1.Installation) error {
+	created, err := b.lin.LinV1().Installations(inst.Namespace).Create(ctx, inst, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	children, err := resources.NewChildren(created, clusterDomain)
+	if err != nil {
+		return err
+	}
+	for _, obj := range children.Objects() {
+		if err := b.create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	created.Status = linv1.InstallationStatus{
+		ObservedGeneration: created.Generation,
+		Phase:              linv1.PhasePending,
+		Selector:           resources.Selector(created),
+		Endpoint:           resources.Endpoint(created, clusterDomain),
+	}
+	_, err = b.lin.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+// create creates one child with the operator's field manager.
+func (b *bench) create(ctx context.Context, obj resources.Object) error {
+	opts := metav1.CreateOptions{FieldManager: controller.FieldManager}
+	var err error
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		_, err = b.kube.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
+	case *corev1.Service:
+		_, err = b.kube.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
+	case *appsv1.StatefulSet:
+		_, err = b.kube.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
+	default:
+		err = fmt.Errorf("no client for %T", obj)
+	}
+	return err
+}

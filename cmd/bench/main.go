@@ -1,0 +1,139 @@
+// Command bench measures lin-operator against a local control plane
+// (kube-apiserver, and etcd syncing every write to disk, which is what bounds
+// the rate of writes): how fast it converges N Installations next to a plain
+// client writing the same objects, which requests it makes, what it writes in
+// steady state and on a restart, how long an edit takes to reach a
+// StatefulSet, and how much memory it holds with and without its informers'
+// transform and filter. It writes docs/benchmarks.md and docs/benchmarks.json.
+//
+// `make bench` runs it with the defaults; `go run ./cmd/bench -n 50 -shards 1`
+// is a quick check.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"lin.dev/lin-operator/test/env"
+)
+
+// started is when the benchmark began; progress lines carry the time since.
+var started = time.Now()
+
+func main() {
+	klog.InitFlags(nil)
+	var o options
+	o.bind(flag.CommandLine)
+	flag.Parse()
+	if o.child.enabled {
+		if err := runMemoryChild(o); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := benchmark(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// benchmark starts the control plane, runs every size and layout, and writes
+// the report.
+func benchmark(ctx context.Context, o options) (err error) {
+	if o.cpuProfile != "" {
+		stopProfile, err := profile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
+	rep := newReport(o)
+	e, err := env.Start(ctx, env.Options{
+		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := e.Stop(); err == nil {
+			err = stopErr
+		}
+	}()
+	if err := logOperatorTo(filepath.Join(e.Dir, "logs", "operator.log")); err != nil {
+		return err
+	}
+	logf("control plane in %s (the operator's log is logs/operator.log there)", e.Dir)
+	b, err := newBench(o, e)
+	if err != nil {
+		return err
+	}
+	// The first writes to a new API server are slow (connections, caches,
+	// the CRD's storage); a floor run that is not reported absorbs that.
+	if _, err := b.floor(ctx, 50, 1); err != nil {
+		return fmt.Errorf("warming up: %w", err)
+	}
+	for _, n := range o.sizes {
+		for _, shards := range o.layouts {
+			r, err := b.runOne(ctx, n, shards, o.memory && shards == o.layouts[0])
+			if err != nil {
+				return fmt.Errorf("n=%d shards=%d: %w", n, shards, err)
+			}
+			rep.Runs = append(rep.Runs, r)
+		}
+	}
+	rep.finish()
+	logf("writing %s and %s", o.markdown, o.jsonPath)
+	return rep.write(o.markdown, o.jsonPath)
+}
+
+// logOperatorTo sends the operator's klog output, errors included, to a
+// file, so that its lines do not bury the benchmark's progress.
+func logOperatorTo(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := flag.Set("stderrthreshold", "FATAL"); err != nil {
+		return err
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(f)
+	return nil
+}
+
+// profile starts a CPU profile into path and returns the function that ends it.
+func profile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// logf prints a progress line with the time since the start.
+func logf(format string, args ...any) {
+	fmt.Printf("[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+}

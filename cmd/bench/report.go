@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report is everything a benchmark run measured, as written to JSON.
+type report struct {
+	// Date is when the run began, in UTC.
+	Date     string   `json:"date"`
+	Machine  machine  `json:"machine"`
+	Settings settings `json:"settings"`
+	Runs     []run    `json:"runs"`
+	// Seconds is how long the whole benchmark took.
+	Seconds float64 `json:"seconds"`
+}
+
+// machine describes where the run took place.
+type machine struct {
+	CPUs int    `json:"cpus"`
+	Arch string `json:"arch"`
+	Go   string `json:"go"`
+	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end:
+	// other work on the machine makes the figures noisy.
+	LoadBefore string `json:"loadBefore"`
+	LoadAfter  string `json:"loadAfter"`
+}
+
+// settings are the operator's and the benchmark's parameters.
+type settings struct {
+	ControlPlane   string  `json:"controlPlane"`
+	Workers        int     `json:"workers"`
+	QPS            float64 `json:"qps"`
+	Burst          int     `json:"burst"`
+	ResyncSeconds  float64 `json:"resyncSeconds"`
+	LatencySamples int     `json:"latencySamples"`
+	Unrelated      int     `json:"unrelated"`
+}
+
+// newReport starts a report of a run with options o.
+func newReport(o options) *report {
+	return &report{
+		Date:    started.UTC().Format(time.RFC3339),
+		Machine: machine{CPUs: runtime.NumCPU(), Arch: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadBefore: loadAvg()},
+		Settings: settings{
+			ControlPlane: "etcd (fsync on) and kube-apiserver, no controllers",
+			Workers:      o.workers, QPS: o.qps, Burst: o.burst, ResyncSeconds: o.resync.Seconds(),
+			LatencySamples: o.latencySamples, Unrelated: o.unrelated,
+		},
+	}
+}
+
+// finish records the end of the run.
+func (r *report) finish() {
+	r.Machine.LoadAfter = loadAvg()
+	r.Seconds = time.Since(started).Seconds()
+}
+
+// loadAvg returns the three load averages of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// write writes the Markdown report and the JSON one.
+func (r *report) write(markdownPath, jsonPath string) error {
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(jsonPath, append(j, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(markdownPath, []byte(r.markdown()), 0o644)
+}
+
+// markdown renders the report.
+func (r *report) markdown() string {
+	var b strings.Builder
+	r.intro(&b)
+	r.convergenceTable(&b)
+	r.requestsTable(&b)
+	r.latencyTable(&b)
+	r.steadyTable(&b)
+	r.memoryTable(&b)
+	r.targets(&b)
+	return b.String()
+}
+
+// table writes a Markdown table.
+func table(b *strings.Builder, header []string, rows [][]string) {
+	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat(" --- |", len(header)))
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+	}
+	b.WriteString("\n")
+}
+
+// f1, f2 and d format numbers for the tables.
+func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+func d(v int) string      { return fmt.Sprint(v) }
+
+// counts formats request counts as "verb resource: n", "none" when there are none.
+func counts(c map[string]int) string {
+	if len(c) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(c))
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s: %d", k, c[k])
+	}
+	return strings.Join(keys, ", ")
+}

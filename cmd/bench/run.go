@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"lin.dev/lin-operator/pkg/operator"
+	"lin.dev/lin-operator/test/harness"
+)
+
+// run is every figure measured for one number of Installations and one layout.
+type run struct {
+	// N is the number of Installations, Shards the shards of each.
+	N      int `json:"n"`
+	Shards int `json:"shards"`
+	// Floor are the two floor runs, made before and after the operator's
+	// so that the control plane's drift (etcd grows) falls on both sides.
+	Floor []floorResult `json:"floor"`
+	// FloorSeconds is their mean, and Ratio the operator's time over it.
+	FloorSeconds float64     `json:"floorSeconds"`
+	Ratio        float64     `json:"ratio"`
+	Convergence  convergence `json:"convergence"`
+	Steady       steadyState `json:"steady"`
+	Latency      editLatency `json:"latency"`
+	// Memory is measured in the first layout only: first with no
+	// Installation in the namespace (its unrelated objects only), then with N.
+	Memory []memory `json:"memory,omitempty"`
+}
+
+// runOne measures n Installations of shards shards: floor, operator, floor
+// again, edit latency, a restart and its steady state and, if withMemory,
+// memory with unrelated objects next to the Installations.
+func (b *bench) runOne(ctx context.Context, n, shards int, withMemory bool) (r run, err error) {
+	r = run{N: n, Shards: shards}
+	first, err := b.timedFloor(ctx, n, shards)
+	if err != nil {
+		return r, err
+	}
+	ns, err := b.namespace(ctx, "operator")
+	if err != nil {
+		return r, err
+	}
+	if withMemory {
+		if r.Memory, err = b.emptyMemory(ctx, ns); err != nil {
+			return r, err
+		}
+	}
+	if err := b.convergeAndEdit(ctx, &r, ns); err != nil {
+		return r, err
+	}
+	second, err := b.timedFloor(ctx, n, shards)
+	if err != nil {
+		return r, err
+	}
+	r.Floor = []floorResult{first, second}
+	r.FloorSeconds = (first.Seconds + second.Seconds) / 2
+	r.Ratio = r.Convergence.Seconds / r.FloorSeconds
+	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx", n, shards, first.Seconds, second.Seconds,
+		r.Convergence.Seconds, r.Ratio)
+
+	if r.Steady, err = b.restart(ctx, ns); err != nil {
+		return r, err
+	}
+	logf("n=%d shards=%d: restart synced in %.2fs; writes on restart %v, in 3 resyncs %v, reads %v", n, shards,
+		r.Steady.SyncedSeconds, r.Steady.RestartWrites, r.Steady.ResyncWrites, r.Steady.Reads)
+	if withMemory {
+		m, err := b.memory(ctx, ns, n)
+		r.Memory = append(r.Memory, m...)
+		return r, err
+	}
+	return r, nil
+}
+
+// timedFloor runs the floor and logs how long it took.
+func (b *bench) timedFloor(ctx context.Context, n, shards int) (floorResult, error) {
+	f, err := b.floor(ctx, n, shards)
+	if err == nil {
+		logf("n=%d shards=%d: floor took %.1fs", n, shards, f.Seconds)
+	}
+	return f, err
+}
+
+// convergeAndEdit runs an operator with the command's resync period on the
+// empty namespace ns, times its convergence, then the latency of edits.
+func (b *bench) convergeAndEdit(ctx context.Context, r *run, ns string) (err error) {
+	op, _, err := b.startOperator(ctx, ns, operator.DefaultResyncPeriod)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, op.Stop()) }()
+	if r.Convergence, err = b.converge(ctx, op, ns, r.N, r.Shards); err != nil {
+		return err
+	}
+	logf("n=%d shards=%d: operator took %.1fs; requests %s; conflicts %s", r.N, r.Shards, r.Convergence.Seconds,
+		harness.Format(r.Convergence.Requests), harness.Format(r.Convergence.Conflicts))
+	if r.Latency, err = b.latency(ctx, op, ns, r.N, r.Shards); err != nil {
+		return err
+	}
+	logf("n=%d shards=%d: edit latency p50 %.0fms p99 %.0fms", r.N, r.Shards, r.Latency.P50Ms, r.Latency.P99Ms)
+	return nil
+}
+
+// emptyMemory fills ns with unrelated objects and measures the memory of an
+// operator watching it before any Installation is there.
+func (b *bench) emptyMemory(ctx context.Context, ns string) ([]memory, error) {
+	if err := b.addUnrelated(ctx, ns, b.o.unrelated); err != nil {
+		return nil, fmt.Errorf("creating unrelated objects: %w", err)
+	}
+	return b.memory(ctx, ns, 0)
+}
