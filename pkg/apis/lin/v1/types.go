@@ -198,12 +198,14 @@ type StorageSpec struct {
 	// StorageClassName of the PVCs; empty uses the cluster's default class.
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
-	// AccessModes of the PVCs.
+	// AccessModes of the PVCs. ReadWriteOncePod cannot be combined with
+	// another mode.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:default={"ReadWriteOnce"}
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
+	// +kubebuilder:validation:XValidation:rule="!self.exists(m, m == 'ReadWriteOncePod') || size(self) == 1",message="spec.storage.accessModes: ReadWriteOncePod cannot be combined with another access mode"
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 	// MountPath is the folder where the volume is mounted.
 	// +optional

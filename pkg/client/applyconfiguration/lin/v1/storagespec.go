@@ -33,7 +33,8 @@ type StorageSpecApplyConfiguration struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName of the PVCs; empty uses the cluster's default class.
 	StorageClassName *string `json:"storageClassName,omitempty"`
-	// AccessModes of the PVCs.
+	// AccessModes of the PVCs. ReadWriteOncePod cannot be combined with
+	// another mode.
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 	// MountPath is the folder where the volume is mounted.
 	MountPath *string `json:"mountPath,omitempty"`
