@@ -3,14 +3,18 @@ package operator
 import "time"
 
 // Defaults of the command's flags; the benchmark (cmd/bench) runs the
-// operator with them too.
+// operator with them too. It chose the workers and the rate limit: the
+// README's "Workers and the rate limit" says why.
 const (
 	// DefaultWorkers is the number of Installations reconciled at once.
 	DefaultWorkers = 4
-	// DefaultQPS is the steady rate of requests to the API server.
-	DefaultQPS = 50
+	// DefaultQPS is the steady rate of requests to the API server. A new
+	// Installation costs about three requests per child (a dry run, the
+	// create, an event): with much less, the client, not the API server,
+	// sets the pace of a mass creation.
+	DefaultQPS = 500
 	// DefaultBurst is how many requests may go above DefaultQPS in a burst.
-	DefaultBurst = 100
+	DefaultBurst = 1000
 	// DefaultResyncPeriod is how often every Installation is reconciled
 	// although nothing changed; in sync, that costs no request.
 	DefaultResyncPeriod = 10 * time.Minute
