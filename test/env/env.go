@@ -9,6 +9,9 @@
 // Ready, PersistentVolumeClaims bind, and owner references are garbage
 // collected, all without containers.
 //
+// For reliability tests, RestartAPIServer restarts kube-apiserver on the same
+// port and etcd, and CompactEtcd discards etcd's history (faults.go).
+//
 // The binaries come from hack/build-tools.sh, which builds them once into a
 // cache outside the repository. The package is Linux-only: it relies on
 // process groups and on Pdeathsig so that no program outlives its test.
@@ -151,6 +154,9 @@ type Env struct {
 	procs     []*process
 	stopOnce  sync.Once
 	stopErr   error
+
+	// etcdURL is etcd's client URL, for the fault injections of faults.go.
+	etcdURL string
 }
 
 // Start starts a control plane as opts says and returns once it is ready: the
@@ -386,6 +392,7 @@ func RecordedProcesses(dir string) ([]Process, error) {
 func (e *Env) startEtcd(ctx context.Context, port, peerPort int) error {
 	client := "http://127.0.0.1:" + strconv.Itoa(port)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	e.etcdURL = client
 	args := []string{
 		"--name", "lin-env",
 		"--data-dir", filepath.Join(e.Dir, "etcd"),
