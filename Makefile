@@ -41,6 +41,19 @@ test: tools
 test-unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
+## test-chaos: the reliability scenarios of test/chaos (kube-apiserver restarts,
+## etcd compaction, SIGKILL of the operator, concurrent writers, each under a
+## guard of the PVCs), then the fuzzer of test/fuzz for $(FUZZTIME); about 6
+## minutes. Its bad-input table already ran in `make test`. Minimizing each
+## new input would take most of a short fuzz run, since every input costs
+## requests to the API server, so it is off: a failure shows the input found.
+FUZZTIME ?= 60s
+.PHONY: test-chaos
+test-chaos: tools
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 30m -tags chaos -skip '^TestBadInstallations$$' ./test/chaos/
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 10m -run '^$$' \
+		-fuzz FuzzRenderedChildrenAreAccepted -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./test/fuzz/
+
 ## bench: measures the operator against a local control plane (etcd with fsync)
 ## next to a plain client writing the same objects, and writes docs/benchmarks.md
 ## and docs/benchmarks.json; about 10 minutes. BENCH_ARGS="-n 50 -shards 1" for a quick one.
