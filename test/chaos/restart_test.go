@@ -22,14 +22,16 @@ import (
 // them with storage: once killed outright when a quarter of the
 // StatefulSets exist, once shut down gracefully when most do. The operator
 // must stay up, resume, and converge with every child made exactly once,
-// nothing deleted and no claim lost.
+// nothing deleted and no claim lost. The operator runs at 50 requests a
+// second, so that the 200 take it about a minute on any machine and both
+// restarts come while it works.
 func TestAPIServerRestartsWhile200InstallationsReconcile(t *testing.T) {
 	const total = 200
 	ns := harness.Namespace(t, testEnv.Client)
 	guardPVCs(t, testEnv.Client, linClient, ns)
 	tracker := trackUIDs(t, testEnv.Client, ns)
 	createVolumes(t, testEnv.Client, ns, total/2)
-	op := startOperator(t, testEnv.KubeconfigPath, "--namespace", ns)
+	op := startOperator(t, testEnv.KubeconfigPath, "--namespace", ns, "--kube-api-qps", "50", "--kube-api-burst", "100")
 
 	ctx := context.Background()
 	began := time.Now()
