@@ -29,6 +29,8 @@ import (
 // deletion missed meanwhile still arrives, as a tombstone.
 type pvcGuard struct {
 	t      testing.TB
+	client kubernetes.Interface
+	ns     string
 	cancel context.CancelFunc
 	kube   kubeinformers.SharedInformerFactory
 	lin    lininformers.SharedInformerFactory
@@ -50,7 +52,7 @@ type pvcGuard struct {
 func guardPVCs(t testing.TB, client kubernetes.Interface, lin versioned.Interface, ns string) *pvcGuard {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &pvcGuard{t: t, cancel: cancel,
+	g := &pvcGuard{t: t, client: client, ns: ns, cancel: cancel,
 		kube:     kubeinformers.NewSharedInformerFactoryWithOptions(client, 0, kubeinformers.WithNamespace(ns)),
 		lin:      lininformers.NewSharedInformerFactoryWithOptions(lin, 0, lininformers.WithNamespace(ns)),
 		policies: map[string]linv1.ReclaimPolicy{}, claims: map[string]bool{}, deleted: map[string]bool{}}
@@ -79,8 +81,24 @@ func guardPVCs(t testing.TB, client kubernetes.Interface, lin versioned.Interfac
 	return g
 }
 
-// stop ends the watch and logs what the guard saw.
+// stop waits until the guard has seen every claim the API server holds, so
+// that a deletion its informers missed during a fault has reached it as a
+// tombstone, then ends the watch and logs what the guard saw.
 func (g *pvcGuard) stop() {
+	waitFor(g.t, 2*time.Minute, "the PVC guard to catch up", func(ctx context.Context) error {
+		claims, err := g.client.CoreV1().PersistentVolumeClaims(g.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, c := range claims.Items {
+			if !g.claims[string(c.UID)] {
+				return fmt.Errorf("claim %s not seen yet", c.Name)
+			}
+		}
+		return nil
+	})
 	g.cancel()
 	g.kube.Shutdown()
 	g.lin.Shutdown()
