@@ -20,6 +20,9 @@ type convergence struct {
 	Seconds float64 `json:"seconds"`
 	// ChildrenPerSecond is the number of children made per second.
 	ChildrenPerSecond float64 `json:"childrenPerSecond"`
+	// ControlPlaneCPUSeconds is the CPU time etcd and kube-apiserver spent
+	// meanwhile.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
 	// Requests are the operator's requests after its caches synced (the
 	// namespace was empty then), until it had been quiet for a second.
 	Requests map[string]int `json:"requests"`
@@ -49,8 +52,12 @@ func (b *bench) converge(ctx context.Context, op *harness.Operator, ns string, n
 	before := op.Requests.Snapshot()
 	conflictsBefore := op.Requests.Conflicts()
 
+	cpuBefore, err := b.controlPlaneCPU()
+	if err != nil {
+		return convergence{}, err
+	}
 	began := time.Now()
-	err := parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
+	err = parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
 		_, err := b.lin.LinV1().Installations(ns).Create(ctx, newInstallation(ns, i, shards), metav1.CreateOptions{})
 		return err
 	})
@@ -60,6 +67,10 @@ func (b *bench) converge(ctx context.Context, op *harness.Operator, ns string, n
 	waitCtx, cancel := context.WithTimeout(ctx, b.o.timeout)
 	defer cancel()
 	doneAt, err := t.observedAt(waitCtx)
+	if err != nil {
+		return convergence{}, err
+	}
+	cpu, err := b.controlPlaneCPU()
 	if err != nil {
 		return convergence{}, err
 	}
@@ -74,6 +85,7 @@ func (b *bench) converge(ctx context.Context, op *harness.Operator, ns string, n
 	return convergence{
 		Seconds:                elapsed.Seconds(),
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
+		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
 		Requests:               requests,
 		Conflicts:              harness.Diff(op.Requests.Conflicts(), conflictsBefore),
 		Reads:                  total(harness.Reads(requests)),

@@ -20,6 +20,9 @@ type floorResult struct {
 	Seconds float64 `json:"seconds"`
 	// ChildrenPerSecond counts the children only, as convergence does.
 	ChildrenPerSecond float64 `json:"childrenPerSecond"`
+	// ControlPlaneCPUSeconds is the CPU time etcd and kube-apiserver spent
+	// meanwhile.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
 }
 
 // floor writes, on as many goroutines as the operator has workers and with no
@@ -32,6 +35,10 @@ func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	if err != nil {
 		return floorResult{}, err
 	}
+	cpuBefore, err := b.controlPlaneCPU()
+	if err != nil {
+		return floorResult{}, err
+	}
 	began := time.Now()
 	err = parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
 		return b.writeInstallation(ctx, newInstallation(ns, i, shards))
@@ -40,10 +47,12 @@ func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	if err != nil {
 		return floorResult{}, fmt.Errorf("floor in %s: %w", ns, err)
 	}
+	cpu, err := b.controlPlaneCPU()
 	return floorResult{
-		Seconds:           elapsed.Seconds(),
-		ChildrenPerSecond: float64(n*childrenPer(shards)) / elapsed.Seconds(),
-	}, nil
+		Seconds:                elapsed.Seconds(),
+		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
+		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
+	}, err
 }
 
 // writeInstallation creates inst, then its children, then writes a status

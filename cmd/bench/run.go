@@ -18,11 +18,14 @@ type run struct {
 	// so that the control plane's drift (etcd grows) falls on both sides.
 	Floor []floorResult `json:"floor"`
 	// FloorSeconds is their mean, and Ratio the operator's time over it.
-	FloorSeconds float64     `json:"floorSeconds"`
-	Ratio        float64     `json:"ratio"`
-	Convergence  convergence `json:"convergence"`
-	Steady       steadyState `json:"steady"`
-	Latency      editLatency `json:"latency"`
+	FloorSeconds float64 `json:"floorSeconds"`
+	Ratio        float64 `json:"ratio"`
+	// CPURatio is the control plane's CPU time while the operator converged
+	// over its mean CPU time in the floor runs.
+	CPURatio    float64     `json:"cpuRatio"`
+	Convergence convergence `json:"convergence"`
+	Steady      steadyState `json:"steady"`
+	Latency     editLatency `json:"latency"`
 	// Memory is measured in the first layout only: first with no
 	// Installation in the namespace (its unrelated objects only), then with N.
 	Memory []memory `json:"memory,omitempty"`
@@ -56,8 +59,9 @@ func (b *bench) runOne(ctx context.Context, n, shards int, withMemory bool) (r r
 	r.Floor = []floorResult{first, second}
 	r.FloorSeconds = (first.Seconds + second.Seconds) / 2
 	r.Ratio = r.Convergence.Seconds / r.FloorSeconds
-	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx", n, shards, first.Seconds, second.Seconds,
-		r.Convergence.Seconds, r.Ratio)
+	r.CPURatio = 2 * r.Convergence.ControlPlaneCPUSeconds / (first.ControlPlaneCPUSeconds + second.ControlPlaneCPUSeconds)
+	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx; control plane CPU %.2fx", n, shards,
+		first.Seconds, second.Seconds, r.Convergence.Seconds, r.Ratio, r.CPURatio)
 
 	if r.Steady, err = b.restart(ctx, ns); err != nil {
 		return r, err

@@ -44,11 +44,22 @@ func (r *report) ratioTarget() target {
 	for _, run := range r.Runs {
 		if run.N == largest {
 			t.met = t.met && run.Ratio <= ratioTarget
-			figs = append(figs, fmt.Sprintf("%.2fx at shards=%d", run.Ratio, run.Shards))
+			c := run.Convergence
+			figs = append(figs, fmt.Sprintf("%.2fx at shards=%d (%.2fx in control-plane CPU), where the API server had "+
+				"%.1f requests per Installation to serve against the floor's %d (%.1f dry runs and %.1f events)",
+				run.Ratio, run.Shards, run.CPURatio, requestsPerInstallation(c), c.ExpectedWrites+1,
+				c.DryRunsPerInstallation, c.EventsPerInstallation))
 		}
 	}
-	t.figures = strings.Join(figs, ", ") + "."
+	t.figures = strings.Join(figs, "; ") + "."
 	return t
+}
+
+// requestsPerInstallation is what a converging run asked of the API server
+// per Installation: the Installation's create, which the benchmark makes,
+// and the operator's writes, events and dry runs.
+func requestsPerInstallation(c convergence) float64 {
+	return 1 + c.WritesPerInstallation + c.EventsPerInstallation + c.DryRunsPerInstallation
 }
 
 // readsTarget: no get or list after the caches synced, in any phase.
