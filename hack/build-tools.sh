@@ -11,6 +11,8 @@ ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib.sh
+source "$root/hack/lib.sh"
 cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}}
 bin=$cache/bin
 mkdir -p "$bin"
@@ -55,7 +57,8 @@ build kwok kwok sigs.k8s.io/kwok/cmd/kwok
 # kwok refuses to start without stages; its module ships them as YAML.
 stages=$cache/kwok-stages.yaml
 if [ ! -s "$stages" ]; then
-	kwok_dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+	# The kwok binary may be cached while the module cache is empty.
+	kwok_dir=$(cd "$root/hack/tools/kwok" && module_dir sigs.k8s.io/kwok)
 	tmp=$(mktemp)
 	for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do

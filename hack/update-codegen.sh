@@ -6,8 +6,10 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=hack/lib.sh
+source "$root/hack/lib.sh"
 module=$(go list -m)
-codegen_root=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+codegen_root=$(module_dir k8s.io/code-generator)
 
 # shellcheck source=/dev/null
 source "$codegen_root/kube_codegen.sh"
