@@ -30,9 +30,9 @@ type Options struct {
 	ClusterDomain string
 	// Recorder records events on Installations.
 	Recorder record.EventRecorder
-	// ObserveReconcile, if set, is told how long each reconcile took and
-	// the error it returned, for metrics.
-	ObserveReconcile func(time.Duration, error)
+	// ObserveReconcile, if set, is told of each reconcile: the Installation,
+	// how long it took and the error it returned, for metrics and tests.
+	ObserveReconcile func(key cache.ObjectName, d time.Duration, err error)
 }
 
 // Controller reconciles Installations. It reads only from its informers'
@@ -57,7 +57,7 @@ type Controller struct {
 	// statusWrites are the status writes the cache has not shown yet.
 	statusWrites *statusWrites
 	// observe records each reconcile's duration and error.
-	observe func(time.Duration, error)
+	observe func(cache.ObjectName, time.Duration, error)
 }
 
 // New wires a Controller to the informers and registers its event handlers.
@@ -77,7 +77,7 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 		observe:       opts.ObserveReconcile,
 	}
 	if c.observe == nil {
-		c.observe = func(time.Duration, error) {}
+		c.observe = func(cache.ObjectName, time.Duration, error) {}
 	}
 	for ns, linFactory := range inf.Lin {
 		l, synced, err := c.watch(linFactory, inf.Kube[ns])
@@ -140,7 +140,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 	start := time.Now()
 	err := c.sync(ctx, key)
-	c.observe(time.Since(start), err)
+	c.observe(key, time.Since(start), err)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling failed, requeuing", "installation", key)
 		c.queue.AddRateLimited(key)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 
@@ -56,6 +57,9 @@ type Config struct {
 	MetricsAddress string
 	// HealthAddress is where /healthz and /readyz are served; empty: nowhere.
 	HealthAddress string
+	// OnReconcile, if set, is told of every reconcile besides the metrics,
+	// so that tests and the benchmark can count them per Installation.
+	OnReconcile func(key cache.ObjectName, err error)
 }
 
 // Operator is a wired operator, ready to Run.
@@ -99,9 +103,14 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren,
 	})
 	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
-		ClusterDomain:    cfg.ClusterDomain,
-		Recorder:         recorder,
-		ObserveReconcile: metrics.ObserveReconcile,
+		ClusterDomain: cfg.ClusterDomain,
+		Recorder:      recorder,
+		ObserveReconcile: func(key cache.ObjectName, d time.Duration, err error) {
+			metrics.ObserveReconcile(d, err)
+			if cfg.OnReconcile != nil {
+				cfg.OnReconcile(key, err)
+			}
+		},
 	})
 	if err != nil {
 		broadcaster.Shutdown()

@@ -38,7 +38,7 @@ func TestEtcdCompactionMakesTheInformersRelist(t *testing.T) {
 	lc := versioned.NewForConfigOrDie(e.Config)
 	ns := harness.Namespace(t, e.Client)
 	guardPVCs(t, e.Client, lc, ns)
-	createVolumes(t, e.Client, ns, 20)
+	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 20})
 	px := startProxy(t, strings.TrimPrefix(e.Config.Host, "https://"))
 	log := newWatchLog()
 	cfg := rest.CopyConfig(e.Config)

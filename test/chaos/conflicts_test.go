@@ -60,7 +60,7 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	ns := harness.Namespace(t, testEnv.Client)
 	guardPVCs(t, testEnv.Client, linClient, ns)
 	tracker := trackUIDs(t, testEnv.Client, ns)
-	createVolumes(t, testEnv.Client, ns, 16)
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 16})
 	op := startOperator(t, testEnv.KubeconfigPath, "--namespace", ns)
 	names := []string{"w0", "w1", "w2", "w3"}
 	for _, name := range names {

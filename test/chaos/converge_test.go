@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -275,31 +274,4 @@ func changedUIDs(before, after map[string]types.UID, gone func(key string) bool)
 		}
 	}
 	return out
-}
-
-// createVolumes creates n PersistentVolumes of 1Gi with no storage class, for
-// claims that name none to bind to; there is no provisioner. They are
-// deleted when the test ends.
-func createVolumes(t *testing.T, c kubernetes.Interface, prefix string, n int) {
-	t.Helper()
-	for i := range n {
-		name := fmt.Sprintf("%s-pv-%d", prefix, i)
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource: corev1.PersistentVolumeSource{
-					HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name},
-				},
-			},
-		}
-		if _, err := c.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating PV %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			_ = c.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-	}
 }

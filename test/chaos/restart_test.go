@@ -30,7 +30,7 @@ func TestAPIServerRestartsWhile200InstallationsReconcile(t *testing.T) {
 	ns := harness.Namespace(t, testEnv.Client)
 	guardPVCs(t, testEnv.Client, linClient, ns)
 	tracker := trackUIDs(t, testEnv.Client, ns)
-	createVolumes(t, testEnv.Client, ns, total/2)
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: total / 2})
 	op := startOperator(t, testEnv.KubeconfigPath, "--namespace", ns, "--kube-api-qps", "50", "--kube-api-burst", "100")
 
 	ctx := context.Background()

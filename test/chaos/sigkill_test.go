@@ -77,7 +77,7 @@ func TestOperatorKilledDuringReconcilesLosesNothing(t *testing.T) {
 	ns := harness.Namespace(t, testEnv.Client)
 	guardPVCs(t, testEnv.Client, linClient, ns)
 	tracker := trackUIDs(t, testEnv.Client, ns)
-	createVolumes(t, testEnv.Client, ns, 64)
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 64})
 	args := []string{"--namespace", ns, "--kube-api-qps", "5", "--kube-api-burst", "5"}
 	op := startOperator(t, testEnv.KubeconfigPath, args...)
 	for i := range 6 {

@@ -21,34 +21,6 @@ import (
 // pods ready, and garbage collection take seconds.
 const timeout = 2 * time.Minute
 
-// createVolumes creates n PersistentVolumes of the empty storage class, for
-// claims that name no class to bind to; the test deletes them at its end.
-func createVolumes(t *testing.T, prefix string, n int, size string) {
-	t.Helper()
-	ctx := context.Background()
-	for i := range n {
-		name := fmt.Sprintf("%s-%d", prefix, i)
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				StorageClassName:              "",
-				PersistentVolumeSource: corev1.PersistentVolumeSource{
-					HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name},
-				},
-			},
-		}
-		if _, err := testEnv.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating PV: %v", err)
-		}
-		t.Cleanup(func() {
-			_ = testEnv.Client.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-	}
-}
-
 // waitPhase waits until the Installation reports phase with its current generation.
 func waitPhase(t *testing.T, ns, name string, phase linv1.Phase) *linv1.Installation {
 	t.Helper()
@@ -71,7 +43,7 @@ func waitPhase(t *testing.T, ns, name string, phase linv1.Phase) *linv1.Installa
 func TestShardedInstallationBecomesReadyAndItsDeletionKeepsRetainedClaims(t *testing.T) {
 	ns := harness.Namespace(t, testEnv.Client)
 	harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}})
-	createVolumes(t, ns, 4, "1Gi")
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 4})
 
 	inst := harness.NewInstallation(ns, "demo")
 	inst.Spec.Shards = ptr.To[int32](2)
@@ -115,15 +87,19 @@ func TestShardedInstallationBecomesReadyAndItsDeletionKeepsRetainedClaims(t *tes
 		if err != nil {
 			return false, err
 		}
+		pdbs, err := testEnv.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
 		pods, err := testEnv.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		if len(sets.Items)+len(cms.Items)+len(svcs.Items)+len(pods.Items) == 0 {
+		if len(sets.Items)+len(cms.Items)+len(svcs.Items)+len(pdbs.Items)+len(pods.Items) == 0 {
 			return true, nil
 		}
-		return false, fmt.Errorf("%d StatefulSets, %d ConfigMaps, %d Services, %d pods left",
-			len(sets.Items), len(cms.Items), len(svcs.Items), len(pods.Items))
+		return false, fmt.Errorf("%d StatefulSets, %d ConfigMaps, %d Services, %d PodDisruptionBudgets, %d pods left",
+			len(sets.Items), len(cms.Items), len(svcs.Items), len(pdbs.Items), len(pods.Items))
 	})
 	claims, err = testEnv.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(claims.Items) != 4 {

@@ -86,7 +86,7 @@ func TestScalingRestartsNoRunningPod(t *testing.T) {
 
 func TestFewerShardsFollowTheReclaimPolicy(t *testing.T) {
 	ns, op := setup(t, harness.Options{})
-	createVolumes(t, ns, 4, "1Gi")
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 4})
 	createReady(t, newInstallation(ns, "keep", 2, 1, linv1.ReclaimRetain))
 	createReady(t, newInstallation(ns, "drop", 2, 1, linv1.ReclaimDelete))
 
@@ -115,7 +115,7 @@ func TestFewerShardsFollowTheReclaimPolicy(t *testing.T) {
 
 func TestStopKeepsEverythingAndStartReusesTheClaims(t *testing.T) {
 	ns, _ := setup(t, harness.Options{})
-	createVolumes(t, ns, 2, "1Gi")
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 2})
 	createReady(t, newInstallation(ns, "demo", 1, 2, linv1.ReclaimRetain))
 	claims := claimUIDs(t, ns)
 
@@ -206,7 +206,7 @@ func TestPausedMakesNoWritesToChildren(t *testing.T) {
 
 func TestImmutableFieldChangeRecreatesTheStatefulSetsOnce(t *testing.T) {
 	ns, op := setup(t, harness.Options{})
-	createVolumes(t, ns, 4, "1Gi")
+	harness.CreateVolumes(t, testEnv.Client, harness.Volumes{Prefix: ns, Count: 4})
 	inst := newInstallation(ns, "demo", 2, 2, linv1.ReclaimRetain)
 	inst.Spec.PodManagementPolicy = linv1.OrderedReadyPodManagement
 	createReady(t, inst)

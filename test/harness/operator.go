@@ -31,6 +31,8 @@ type Options struct {
 type Operator struct {
 	// Requests counts every request the operator's clients made.
 	Requests *RequestCounter
+	// Reconciles counts the reconciles of each Installation.
+	Reconciles *ReconcileCounter
 	// Controller is the running controller.
 	Controller *controller.Controller
 
@@ -73,15 +75,16 @@ func StartOperator(t testing.TB, cfg *rest.Config, opts Options) *Operator {
 // the caches have synced. Programs that are not tests (the benchmark) use it
 // as StartOperator does.
 func RunOperator(cfg *rest.Config, oc operator.Config) (*Operator, error) {
-	counter := NewRequestCounter()
+	counter, reconciles := NewRequestCounter(), NewReconcileCounter()
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(counter.Wrap)
+	oc.OnReconcile = reconciles.observe
 	op, err := operator.New(cfg, oc)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &Operator{Requests: counter, Controller: op.Controller, cancel: cancel, done: make(chan struct{})}
+	run := &Operator{Requests: counter, Reconciles: reconciles, Controller: op.Controller, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(run.done)
 		run.err = op.Run(ctx)
