@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,9 @@ type child[T metav1.Object] struct {
 	kind string
 	// get reads the live object from the informer cache.
 	get func(namespace, name string) (T, error)
+	// read reads it from the API server, for the rare create that finds
+	// the name taken by an object the cache does not show.
+	read func(ctx context.Context, namespace, name string) (T, error)
 	// create and update write through the clientset.
 	create func(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	update func(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
@@ -91,9 +95,7 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 	}
 	created, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
 	if apierrors.IsAlreadyExists(err) {
-		// The informers see only managed objects: one that exists but is
-		// not in the cache belongs to someone else.
-		return zero, conflictError(w.k.kind, name)
+		return w.existing(ctx, c, inst, dryRun)
 	}
 	if err != nil {
 		return zero, writeError("creating", w.k.kind, name, err)
@@ -102,6 +104,33 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Created", "Created %s %s", w.k.kind, name)
 	}
 	return created, nil
+}
+
+// existing handles a create that found its name taken by an object the
+// cache does not show. The informers see only the operator's labelled
+// children, and only some time after they are written: the object, read from
+// the API server, is this Installation's own child when it carries its
+// controller reference (one made by an earlier sync whose event has not
+// arrived yet, or one whose managed-by label someone removed). Then it is
+// made to match desired, labels included, as a cached child would be. Any
+// other object belongs to someone else and is left alone.
+func (w *write[T]) existing(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (T, error) {
+	var zero T
+	name := w.obj.GetName()
+	live, err := w.k.read(ctx, w.obj.GetNamespace(), name)
+	if err != nil {
+		// Gone again since the create, most likely: the retry creates it.
+		return zero, writeError("reading", w.k.kind, name, err)
+	}
+	if !metav1.IsControlledBy(live, inst) {
+		return zero, conflictError(w.k.kind, name)
+	}
+	merged := w.k.merge(w.obj, live)
+	if equality.Semantic.DeepEqual(merged, live) {
+		return live, nil
+	}
+	update := &write[T]{k: w.k, obj: merged}
+	return update.send(ctx, c, inst, dryRun)
 }
 
 // trial returns a dry run of the write that apply would send for desired,
@@ -140,6 +169,9 @@ func (c *Controller) configMapChild(l *listers) child[*corev1.ConfigMap] {
 	return child[*corev1.ConfigMap]{
 		kind: "ConfigMap",
 		get:  func(ns, name string) (*corev1.ConfigMap, error) { return l.configMaps.ConfigMaps(ns).Get(name) },
+		read: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+			return c.kubeClient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 		create: func(ctx context.Context, o *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
 		},
@@ -164,6 +196,9 @@ func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
 	return child[*corev1.Service]{
 		kind: "Service",
 		get:  func(ns, name string) (*corev1.Service, error) { return l.services.Services(ns).Get(name) },
+		read: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
+			return c.kubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 		create: func(ctx context.Context, o *corev1.Service, opts metav1.CreateOptions) (*corev1.Service, error) {
 			return c.kubeClient.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
 		},
@@ -202,6 +237,9 @@ func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
 	return child[*appsv1.StatefulSet]{
 		kind: "StatefulSet",
 		get:  func(ns, name string) (*appsv1.StatefulSet, error) { return l.statefulSets.StatefulSets(ns).Get(name) },
+		read: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
+			return c.kubeClient.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 		create: func(ctx context.Context, o *appsv1.StatefulSet, opts metav1.CreateOptions) (*appsv1.StatefulSet, error) {
 			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
 		},
@@ -264,4 +302,33 @@ func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Instal
 	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
 		"Deleted StatefulSet %s, keeping its pods and claims, to change an immutable field; it is created again next", live.Name)
 	return nil
+}
+
+// budgetChild reads PodDisruptionBudgets of one namespace's cache and writes them.
+func (c *Controller) budgetChild(l *listers) child[*policyv1.PodDisruptionBudget] {
+	return child[*policyv1.PodDisruptionBudget]{
+		kind: "PodDisruptionBudget",
+		get: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
+			return l.budgets.PodDisruptionBudgets(ns).Get(name)
+		},
+		read: func(ctx context.Context, ns, name string) (*policyv1.PodDisruptionBudget, error) {
+			return c.kubeClient.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *policyv1.PodDisruptionBudget, opts metav1.CreateOptions) (*policyv1.PodDisruptionBudget, error) {
+			return c.kubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, opts)
+		},
+		update: func(ctx context.Context, o *policyv1.PodDisruptionBudget, opts metav1.UpdateOptions) (*policyv1.PodDisruptionBudget, error) {
+			return c.kubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Update(ctx, o, opts)
+		},
+		merge: mergeBudget,
+	}
+}
+
+// mergeBudget: the operator owns the spec of its budgets entirely; the API
+// server defaults none of it.
+func mergeBudget(desired, live *policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
+	merged := live.DeepCopy()
+	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
+	merged.Spec = desired.Spec
+	return merged
 }

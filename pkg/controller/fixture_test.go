@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +91,8 @@ func (f *fixture) newController() *Controller {
 			seed(kube.Core().V1().Services().Informer(), o)
 		case *appsv1.StatefulSet:
 			seed(kube.Apps().V1().StatefulSets().Informer(), o)
+		case *policyv1.PodDisruptionBudget:
+			seed(kube.Policy().V1().PodDisruptionBudgets().Informer(), o)
 		}
 	}
 	return c
@@ -195,8 +199,9 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 	ch := render(f.t, inst)
 	for _, o := range ch.Objects() {
-		// The API server gives every object a UID; deletions are tracked by it.
-		o.SetUID(types.UID("uid-" + o.GetName()))
+		// The API server gives every object a UID; deletions are tracked by
+		// it. A shard's StatefulSet and budget share a name, not a UID.
+		o.SetUID(types.UID(fmt.Sprintf("uid-%T-%s", o, o.GetName())))
 	}
 	f.live = *ch
 	inst.Status = computeStatus(inst, ch.StatefulSets, outcome{desired: ch}, clusterDomain, fixedNow)

@@ -9,6 +9,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -23,8 +24,10 @@ type listers struct {
 	configMaps    corelisters.ConfigMapLister
 	services      corelisters.ServiceLister
 	statefulSets  appslisters.StatefulSetLister
-	// setsByOwner holds the StatefulSets by controller (byController).
-	setsByOwner cache.Indexer
+	budgets       policylisters.PodDisruptionBudgetLister
+	// setsByOwner and budgetsByOwner hold the StatefulSets and the
+	// PodDisruptionBudgets by controller (byController).
+	setsByOwner, budgetsByOwner cache.Indexer
 }
 
 // watch asks the factories of one namespace for the informers the controller
@@ -34,9 +37,12 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 	cms := kubeFactory.Core().V1().ConfigMaps()
 	svcs := kubeFactory.Core().V1().Services()
 	stss := kubeFactory.Apps().V1().StatefulSets()
+	pdbs := kubeFactory.Policy().V1().PodDisruptionBudgets()
 
-	if err := stss.Informer().AddIndexers(cache.Indexers{byController: controllerUID}); err != nil {
-		return nil, nil, err
+	for _, inf := range []cache.SharedIndexInformer{stss.Informer(), pdbs.Informer()} {
+		if err := inf.AddIndexers(cache.Indexers{byController: controllerUID}); err != nil {
+			return nil, nil, err
+		}
 	}
 	var synced []cache.InformerSynced
 	instHandler := cache.ResourceEventHandlerFuncs{
@@ -71,6 +77,7 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		{cms.Informer(), childHandler},
 		{svcs.Informer(), childHandler},
 		{stss.Informer(), childHandler},
+		{pdbs.Informer(), childHandler},
 	} {
 		reg, err := inf.informer.AddEventHandler(inf.handler)
 		if err != nil {
@@ -79,11 +86,13 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		synced = append(synced, reg.HasSynced)
 	}
 	return &listers{
-		installations: insts.Lister(),
-		configMaps:    cms.Lister(),
-		services:      svcs.Lister(),
-		statefulSets:  stss.Lister(),
-		setsByOwner:   stss.Informer().GetIndexer(),
+		installations:  insts.Lister(),
+		configMaps:     cms.Lister(),
+		services:       svcs.Lister(),
+		statefulSets:   stss.Lister(),
+		budgets:        pdbs.Lister(),
+		setsByOwner:    stss.Informer().GetIndexer(),
+		budgetsByOwner: pdbs.Informer().GetIndexer(),
 	}, synced, nil
 }
 

@@ -18,8 +18,9 @@ import (
 // Informers holds a kube and a lin shared informer factory per watched
 // namespace ("" stands for all namespaces).
 type Informers struct {
-	// Kube are the factories of ConfigMaps, Services and StatefulSets, which
-	// list and watch only objects labelled as managed by the operator.
+	// Kube are the factories of ConfigMaps, Services, StatefulSets and
+	// PodDisruptionBudgets, which list and watch only objects labelled as
+	// managed by the operator.
 	Kube map[string]kubeinformers.SharedInformerFactory
 	// Lin are the factories of Installations.
 	Lin map[string]lininformers.SharedInformerFactory
@@ -98,10 +99,10 @@ func (inf *Informers) Shutdown() {
 	}
 }
 
-// byController names the StatefulSet index by the UID of the controlling
-// owner. A sync finds its Installation's StatefulSets there, instead of
-// matching labels on every StatefulSet of the namespace: that scan made each
-// sync cost time in proportion to the number of Installations.
+// byController names the index of StatefulSets and PodDisruptionBudgets by
+// the UID of the controlling owner. A sync finds its Installation's shards
+// there, instead of matching labels on every object of the namespace: that
+// scan made each sync cost time in proportion to the number of Installations.
 const byController = "byController"
 
 // controllerUID is the index function of byController.

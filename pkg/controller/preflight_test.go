@@ -52,8 +52,8 @@ func TestSyncOfAChildTheAPIServerRefusesWritesNoChild(t *testing.T) {
 	if c == nil || c.Reason != ReasonApplyFailed || !strings.Contains(c.Message, "spec.template.metadata.labels") {
 		t.Errorf("Degraded condition = %+v, want ApplyFailed naming the refused field", c)
 	}
-	if got := f.dryRuns(); len(got) != 6 {
-		t.Errorf("dry runs %v, want one for each of the 6 children", got)
+	if got := f.dryRuns(); len(got) != 8 {
+		t.Errorf("dry runs %v, want one for each of the 8 children", got)
 	}
 	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning ApplyFailed") {
 		t.Errorf("events = %q, want only the Warning ApplyFailed", ev)

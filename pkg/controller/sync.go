@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -95,7 +97,11 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		}
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.deleteRemovedShards(ctx, inst, l))
+	for _, pdb := range desired.PodDisruptionBudgets {
+		_, err := apply(ctx, c, inst, c.budgetChild(l), pdb)
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l))
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)
 	return out
@@ -123,6 +129,9 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 			continue
 		}
 		trials = append(trials, trial(ctx, c, inst, c.statefulSetChild(l), sts))
+	}
+	for _, pdb := range desired.PodDisruptionBudgets {
+		trials = append(trials, trial(ctx, c, inst, c.budgetChild(l), pdb))
 	}
 	trials = slices.DeleteFunc(trials, func(f func() error) bool { return f == nil })
 	if len(trials) < 2 {
@@ -160,18 +169,13 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 // beyond spec.shards. Their claims follow the retention policy that
 // storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
 func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
-	sets, err := l.setsByOwner.ByIndex(byController, string(inst.UID))
+	sets, err := removed[*appsv1.StatefulSet](l.setsByOwner, inst, func(shard int32) bool { return shard < resources.Shards(inst) })
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, obj := range sets {
-		sts, ok := obj.(*appsv1.StatefulSet)
-		if !ok {
-			continue
-		}
-		shard, err := strconv.Atoi(sts.Labels[resources.LabelShard])
-		if err != nil || int32(shard) < resources.Shards(inst) || !metav1.IsControlledBy(sts, inst) || c.leaving(sts) {
+	for _, sts := range sets {
+		if c.leaving(sts) {
 			continue
 		}
 		if err := c.deleteStatefulSet(ctx, sts, metav1.DeletePropagationBackground); err != nil {
@@ -181,6 +185,58 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted StatefulSet %s of a removed shard", sts.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// deleteRemovedBudgets deletes the PodDisruptionBudgets that inst controls
+// for shards beyond spec.shards, or all of them when spec.disruption.enabled
+// is false.
+func (c *Controller) deleteRemovedBudgets(ctx context.Context, inst *linv1.Installation, l *listers) error {
+	keep := func(shard int32) bool { return resources.DisruptionBudgets(inst) && shard < resources.Shards(inst) }
+	budgets, err := removed[*policyv1.PodDisruptionBudget](l.budgetsByOwner, inst, keep)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pdb := range budgets {
+		if pdb.DeletionTimestamp != nil || c.deletions.pending(pdb.UID) {
+			continue
+		}
+		err := c.kubeClient.PolicyV1().PodDisruptionBudgets(pdb.Namespace).Delete(ctx, pdb.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &pdb.UID},
+		})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, writeError("deleting", "PodDisruptionBudget", pdb.Name, err))
+			continue
+		}
+		c.deletions.expect(pdb.UID)
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted PodDisruptionBudget %s", pdb.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// removed returns the objects of an index by controller (byController) that
+// inst controls and whose shard keep no longer keeps.
+func removed[T metav1.Object](index cache.Indexer, inst *linv1.Installation, keep func(shard int32) bool) ([]T, error) {
+	objs, err := index.ByIndex(byController, string(inst.UID))
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, obj := range objs {
+		o, ok := obj.(T)
+		if !ok || !metav1.IsControlledBy(o, inst) {
+			continue
+		}
+		if shard, err := strconv.ParseInt(o.GetLabels()[resources.LabelShard], 10, 32); err == nil && !keep(int32(shard)) {
+			out = append(out, o)
+		}
+	}
+	// By name, so that the deletions and their events come in one order.
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
 }
 
 // leaving reports whether a StatefulSet is being deleted, by this controller

@@ -91,6 +91,10 @@ var (
 	updateTopology  = action{"update", "configmaps", "", "demo-topology"}
 	updateShard0    = action{"update", "statefulsets", "", "demo-0"}
 	updateShard1    = action{"update", "statefulsets", "", "demo-1"}
+	createBudget0   = action{"create", "poddisruptionbudgets", "", "demo-0"}
+	createBudget1   = action{"create", "poddisruptionbudgets", "", "demo-1"}
+	deleteBudget0   = action{"delete", "poddisruptionbudgets", "", "demo-0"}
+	deleteBudget1   = action{"delete", "poddisruptionbudgets", "", "demo-1"}
 )
 
 func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
@@ -99,7 +103,8 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	f.installations = append(f.installations, inst)
 
 	actions := f.run(inst, false)
-	checkActions(t, actions, updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1)
+	checkActions(t, actions, updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1,
+		createBudget0, createBudget1)
 
 	for i, w := range render(t, inst).Objects() {
 		if got := object[runtime.Object](t, actions[i+1]); !equality.Semantic.DeepEqual(got, w) {
@@ -114,8 +119,8 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	if c := apimeta.FindStatusCondition(st.Conditions, linv1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded condition = %+v, want False", c)
 	}
-	if ev := f.events(); len(ev) != 6 || !strings.HasPrefix(ev[0], "Normal Created") {
-		t.Errorf("events = %q, want 6 Normal Created", ev)
+	if ev := f.events(); len(ev) != 8 || !strings.HasPrefix(ev[0], "Normal Created") {
+		t.Errorf("events = %q, want 8 Normal Created", ev)
 	}
 }
 
@@ -187,9 +192,9 @@ func TestSyncRefusesAForeignObjectOfTheSameName(t *testing.T) {
 		want   []action
 	}{
 		// A labelled foreign object is in the cache and is never written.
-		{"in the cache", true, []action{updateStatus, createTopology, createHeadless, createClientSvc, createShard0, createShard1}},
+		{"in the cache", true, []action{updateStatus, createTopology, createHeadless, createClientSvc, createShard0, createShard1, createBudget0, createBudget1}},
 		// An unlabelled one is unseen: the create fails and nothing else is tried on it.
-		{"not in the cache", false, []action{updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1}},
+		{"not in the cache", false, []action{updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1, createBudget0, createBudget1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -272,7 +277,7 @@ func TestSyncFewerShardsDeletesTheRemovedShards(t *testing.T) {
 	inst.Spec.Shards = ptr.To[int32](1)
 	inst.Generation = 2
 
-	checkActions(t, f.run(inst, false), updateStatus, updateTopology, action{"delete", "statefulsets", "", "demo-1"})
+	checkActions(t, f.run(inst, false), updateStatus, updateTopology, action{"delete", "statefulsets", "", "demo-1"}, deleteBudget1)
 }
 
 func TestSyncInvalidSpecWritesOnlyStatus(t *testing.T) {

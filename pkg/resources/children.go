@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -22,6 +23,9 @@ type Children struct {
 	Services []*corev1.Service
 	// StatefulSets are the shards' StatefulSets, by shard index.
 	StatefulSets []*appsv1.StatefulSet
+	// PodDisruptionBudgets are the shards' budgets, by shard index; none
+	// when spec.disruption.enabled is false.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 }
 
 // NewChildren renders every child of inst. It fails with an InvalidSpecError
@@ -41,6 +45,9 @@ func NewChildren(inst *linv1.Installation, clusterDomain string) (*Children, err
 	}
 	for s := int32(0); s < Shards(inst); s++ {
 		c.StatefulSets = append(c.StatefulSets, NewStatefulSet(inst, s))
+		if DisruptionBudgets(inst) {
+			c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, NewPodDisruptionBudget(inst, s))
+		}
 	}
 	for _, cm := range c.ConfigMaps {
 		stampHash(&cm.ObjectMeta, cm.Data)
@@ -50,6 +57,9 @@ func NewChildren(inst *linv1.Installation, clusterDomain string) (*Children, err
 	}
 	for _, sts := range c.StatefulSets {
 		stampHash(&sts.ObjectMeta, sts.Spec)
+	}
+	for _, pdb := range c.PodDisruptionBudgets {
+		stampHash(&pdb.ObjectMeta, pdb.Spec)
 	}
 	return c, nil
 }
@@ -74,7 +84,8 @@ type Object interface {
 	runtime.Object
 }
 
-// Objects lists every child: ConfigMaps, then Services, then StatefulSets.
+// Objects lists every child: ConfigMaps, then Services, then StatefulSets,
+// then PodDisruptionBudgets.
 func (c *Children) Objects() []Object {
 	var objs []Object
 	for _, o := range c.ConfigMaps {
@@ -84,6 +95,9 @@ func (c *Children) Objects() []Object {
 		objs = append(objs, o)
 	}
 	for _, o := range c.StatefulSets {
+		objs = append(objs, o)
+	}
+	for _, o := range c.PodDisruptionBudgets {
 		objs = append(objs, o)
 	}
 	return objs

@@ -153,6 +153,14 @@ var goldenCases = []goldenCase{
 		}
 		i.Spec.ConfigMountPath = "/etc/app"
 	}},
+	{name: "disruption-percent", mod: func(i *linv1.Installation) {
+		i.Spec.Shards = ptr.To[int32](2)
+		i.Spec.Replicas = ptr.To[int32](4)
+		i.Spec.Disruption.MaxUnavailable = ptr.To(intstr.FromString("25%"))
+	}},
+	{name: "disruption-off", mod: func(i *linv1.Installation) {
+		i.Spec.Disruption.Enabled = ptr.To(false)
+	}},
 	{name: "parallel", mod: func(i *linv1.Installation) {
 		i.Spec.Replicas = ptr.To[int32](3)
 		i.Spec.PodManagementPolicy = linv1.ParallelPodManagement
@@ -160,43 +168,56 @@ var goldenCases = []goldenCase{
 }
 
 // TestChildrenGolden renders each case and compares the YAML of its children
-// with testdata/<case>.golden.yaml.
+// with testdata/<case>.golden.yaml. The case's Installation itself is kept in
+// testdata/<case>.installation.yaml, so that tests outside this package (the
+// operator upgrade test) can create every case on a real API server.
 func TestChildrenGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := yaml.Marshal(render(t, newInstallation(tc.mod)))
-			if err != nil {
-				t.Fatalf("marshal: %v", err)
-			}
-			path := goldenPath(tc.name)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./pkg/resources -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("children differ from %s (run go test ./pkg/resources -update if the change is meant):\n%s",
-					path, firstDifference(string(want), string(got)))
-			}
+			inst := newInstallation(tc.mod)
+			checkGolden(t, goldenPath(tc.name), render(t, inst))
+			inst.APIVersion, inst.Kind = linv1.SchemeGroupVersion.String(), "Installation"
+			inst.Namespace, inst.UID = "", ""
+			checkGolden(t, installationPath(tc.name), inst)
 		})
+	}
+}
+
+// checkGolden compares the YAML of obj with the file at path, or rewrites the
+// file under -update.
+func checkGolden(t *testing.T, path string, obj any) {
+	t.Helper()
+	got, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/resources -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not what the case renders now (run go test ./pkg/resources -update if the change is meant):\n%s",
+			path, firstDifference(string(want), string(got)))
 	}
 }
 
 // TestGoldenFilesHaveCases keeps testdata free of golden files that no case
 // checks any more.
 func TestGoldenFilesHaveCases(t *testing.T) {
-	files, err := filepath.Glob(goldenPath("*"))
+	files, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
 	for _, tc := range goldenCases {
 		known[goldenPath(tc.name)] = true
+		known[installationPath(tc.name)] = true
 	}
 	for _, f := range files {
 		if !known[f] {
@@ -205,9 +226,14 @@ func TestGoldenFilesHaveCases(t *testing.T) {
 	}
 }
 
-// goldenPath is the golden file of one case.
+// goldenPath is the golden file of one case's children.
 func goldenPath(name string) string {
 	return filepath.Join("testdata", name+".golden.yaml")
+}
+
+// installationPath is the file of one case's Installation.
+func installationPath(name string) string {
+	return filepath.Join("testdata", name+".installation.yaml")
 }
 
 // firstDifference shows the first line where got departs from want, with the

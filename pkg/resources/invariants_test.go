@@ -3,12 +3,14 @@ package resources_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -168,14 +170,15 @@ func TestSpecHash(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before, after := edit{after: tc.after}.pair(withConfig)
+			// By kind and name: a shard's StatefulSet and budget share a name.
 			old := map[string]string{}
 			for _, obj := range render(t, before).Objects() {
-				old[obj.GetName()] = obj.GetAnnotations()[resources.AnnotationSpecHash]
+				old[fmt.Sprintf("%T/%s", obj, obj.GetName())] = obj.GetAnnotations()[resources.AnnotationSpecHash]
 			}
 			want := strings.Fields(tc.changes)
 			var changed []string
 			for _, obj := range render(t, after).Objects() {
-				h1, ok := old[obj.GetName()]
+				h1, ok := old[fmt.Sprintf("%T/%s", obj, obj.GetName())]
 				h2 := obj.GetAnnotations()[resources.AnnotationSpecHash]
 				if h2 == "" {
 					t.Fatalf("%s: no %s annotation", obj.GetName(), resources.AnnotationSpecHash)
@@ -569,7 +572,8 @@ func TestNamesAndLabels(t *testing.T) {
 		i.Spec.Service.Labels = map[string]string{"lin.dev/installation": "user"}
 	})
 	c := render(t, inst)
-	wantNames := []string{"demo-config", "demo-topology", "demo-headless", "demo", "demo-0", "demo-1", "demo-2"}
+	// Each shard's StatefulSet, then each shard's PodDisruptionBudget.
+	wantNames := []string{"demo-config", "demo-topology", "demo-headless", "demo", "demo-0", "demo-1", "demo-2", "demo-0", "demo-1", "demo-2"}
 	var names []string
 	for _, obj := range c.Objects() {
 		names = append(names, obj.GetName())
@@ -591,12 +595,15 @@ func TestNamesAndLabels(t *testing.T) {
 				}
 			}
 			shard, isShard := obj.GetLabels()[resources.LabelShard]
-			if sts, ok := obj.(*appsv1.StatefulSet); ok {
-				if want := strings.TrimPrefix(sts.Name, "demo-"); shard != want {
+			switch obj.(type) {
+			case *appsv1.StatefulSet, *policyv1.PodDisruptionBudget:
+				if want := strings.TrimPrefix(obj.GetName(), "demo-"); shard != want {
 					t.Errorf("label %s = %q, want %q", resources.LabelShard, shard, want)
 				}
-			} else if isShard {
-				t.Errorf("label %s on an object of no shard", resources.LabelShard)
+			default:
+				if isShard {
+					t.Errorf("label %s on an object of no shard", resources.LabelShard)
+				}
 			}
 			if obj.GetAnnotations()[resources.AnnotationSpecHash] == "" {
 				t.Errorf("no %s annotation", resources.AnnotationSpecHash)
@@ -614,6 +621,16 @@ func TestNamesAndLabels(t *testing.T) {
 		for _, other := range c.StatefulSets[s+1:] {
 			if sel, _ := metav1.LabelSelectorAsSelector(other.Spec.Selector); sel.Matches(pod) {
 				t.Errorf("%s selects the pods of %s", other.Name, sts.Name)
+			}
+		}
+		// Each budget guards the pods of its own shard and of no other.
+		for b, pdb := range c.PodDisruptionBudgets {
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			if err != nil {
+				t.Fatalf("budget %s: %v", pdb.Name, err)
+			}
+			if sel.Matches(pod) != (b == s) {
+				t.Errorf("budget %s selects the pods of %s: %v, want %v", pdb.Name, sts.Name, sel.Matches(pod), b == s)
 			}
 		}
 		for _, svc := range c.Services {

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -90,6 +91,8 @@ func createDryRun(ctx context.Context, o resources.Object) error {
 		_, err = kubeClient.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.StatefulSet:
 		_, err = kubeClient.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
+	case *policyv1.PodDisruptionBudget:
+		_, err = kubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, opts)
 	default:
 		err = fmt.Errorf("no client for %T", o)
 	}

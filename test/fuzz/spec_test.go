@@ -125,7 +125,21 @@ func newInstallation(ns string, data []byte) *linv1.Installation {
 	inst.Spec.ReadinessProbe = newProbe(s, inst.Spec.Ports, true)
 	inst.Spec.LivenessProbe = newProbe(s, inst.Spec.Ports, false)
 	inst.Spec.StartupProbe = newProbe(s, inst.Spec.Ports, false)
+	inst.Spec.Disruption = newDisruption(s)
 	return inst
+}
+
+// newDisruption returns budget settings: on, off or unset, with a number,
+// a percentage (one of them out of range) or nothing.
+func newDisruption(s *source) linv1.DisruptionSpec {
+	d := linv1.DisruptionSpec{Enabled: choose(s, nil, ptr.To(true), ptr.To(false))}
+	switch s.intn(3) {
+	case 1:
+		d.MaxUnavailable = ptr.To(intstr.FromInt32(int32(s.small(0, 4))))
+	case 2:
+		d.MaxUnavailable = ptr.To(intstr.FromString(choose(s, "0%", "25%", "100%", "150%")))
+	}
+	return d
 }
 
 // newPorts returns one to four ports, most often with distinct names and

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +122,18 @@ func TestBadInstallationsAreRejectedNamingTheField(t *testing.T) {
 		{"unknown access mode", "", with(func(s map[string]any) {
 			s["storage"] = map[string]any{"size": "1Gi", "accessModes": []any{"ReadWriteSometimes"}}
 		}), "spec.storage.accessModes[0]"},
+		{"maxUnavailable negative", "", with(func(s map[string]any) {
+			s["disruption"] = map[string]any{"maxUnavailable": int64(-1)}
+		}), "spec.disruption.maxUnavailable must be"},
+		{"maxUnavailable over 100%", "", with(func(s map[string]any) {
+			s["disruption"] = map[string]any{"maxUnavailable": "150%"}
+		}), "spec.disruption.maxUnavailable must be"},
+		{"maxUnavailable a word", "", with(func(s map[string]any) {
+			s["disruption"] = map[string]any{"maxUnavailable": "one"}
+		}), "spec.disruption.maxUnavailable must be"},
+		{"disruption enabled not a bool", "", with(func(s map[string]any) {
+			s["disruption"] = map[string]any{"enabled": "yes"}
+		}), "spec.disruption.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.objName
@@ -136,6 +149,18 @@ func TestBadInstallationsAreRejectedNamingTheField(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tc.wantText)
 			}
 		})
+	}
+}
+
+func TestDisruptionAcceptsNumbersAndPercentages(t *testing.T) {
+	ns := harness.Namespace(t, testEnv.Client)
+	for i, v := range []any{int64(0), int64(3), "0%", "25%", "100%"} {
+		spec := validSpec()
+		spec["disruption"] = map[string]any{"maxUnavailable": v}
+		if _, err := dynClient.Resource(installationsGVR).Namespace(ns).Create(context.Background(),
+			installation(ns, fmt.Sprintf("budget-%d", i), spec), metav1.CreateOptions{}); err != nil {
+			t.Errorf("maxUnavailable %v refused: %v", v, err)
+		}
 	}
 }
 
@@ -201,6 +226,8 @@ func TestDefaultsAreAppliedByTheServer(t *testing.T) {
 		{"storage.accessModes", len(s.Storage.AccessModes) == 1 && s.Storage.AccessModes[0] == "ReadWriteOnce", true},
 		{"storage.mountPath", s.Storage.MountPath, "/var/lib/installation"},
 		{"storage.reclaimPolicy", s.Storage.ReclaimPolicy, linv1.ReclaimRetain},
+		{"disruption.enabled", *s.Disruption.Enabled, true},
+		{"disruption.maxUnavailable", s.Disruption.MaxUnavailable.String(), "1"},
 	} {
 		if c.got != c.want {
 			t.Errorf("spec.%s = %v, want %v", c.field, c.got, c.want)

@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=lin.dev, Version=v1
+	case v1.SchemeGroupVersion.WithKind("DisruptionSpec"):
+		return &linv1.DisruptionSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Installation"):
 		return &linv1.InstallationApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("InstallationPort"):

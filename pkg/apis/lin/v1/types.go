@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Installation is one clustered, stateful application: spec.shards independent
@@ -126,6 +127,12 @@ type InstallationSpec struct {
 	// Pod holds pod-level settings of every pod.
 	// +optional
 	Pod PodSettings `json:"pod,omitempty"`
+	// Disruption configures the PodDisruptionBudget of each shard, which
+	// keeps voluntary evictions (a node drain, say) from taking more than
+	// maxUnavailable pods of one shard down at once.
+	// +optional
+	// +kubebuilder:default={}
+	Disruption DisruptionSpec `json:"disruption,omitempty"`
 
 	// ReadinessProbe of the application container, as in a Container.
 	// +optional
@@ -233,6 +240,23 @@ type ServiceSpec struct {
 	// Labels added to the client Service.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// DisruptionSpec configures the PodDisruptionBudget of each shard.
+type DisruptionSpec struct {
+	// Enabled gives each shard a PodDisruptionBudget; false removes them, and
+	// evictions are then limited by nothing but other budgets.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// MaxUnavailable is how many pods of a shard, a number or a percentage of
+	// spec.replicas, evictions may take down at once. 0 refuses every
+	// eviction, so a node drain waits until it is raised. Pods that are not
+	// Ready may always be evicted: that takes nothing more down.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="spec.disruption.maxUnavailable must be a number of pods of at least 0 or a percentage from 0% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // PodSettings are pod-level settings applied to every pod.

@@ -64,6 +64,10 @@ type InstallationSpecApplyConfiguration struct {
 	Service *ServiceSpecApplyConfiguration `json:"service,omitempty"`
 	// Pod holds pod-level settings of every pod.
 	Pod *PodSettingsApplyConfiguration `json:"pod,omitempty"`
+	// Disruption configures the PodDisruptionBudget of each shard, which
+	// keeps voluntary evictions (a node drain, say) from taking more than
+	// maxUnavailable pods of one shard down at once.
+	Disruption *DisruptionSpecApplyConfiguration `json:"disruption,omitempty"`
 	// ReadinessProbe of the application container, as in a Container.
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 	// LivenessProbe of the application container, as in a Container.
@@ -230,6 +234,14 @@ func (b *InstallationSpecApplyConfiguration) WithService(value *ServiceSpecApply
 // If called multiple times, the Pod field is set to the value of the last call.
 func (b *InstallationSpecApplyConfiguration) WithPod(value *PodSettingsApplyConfiguration) *InstallationSpecApplyConfiguration {
 	b.Pod = value
+	return b
+}
+
+// WithDisruption sets the Disruption field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Disruption field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithDisruption(value *DisruptionSpecApplyConfiguration) *InstallationSpecApplyConfiguration {
+	b.Disruption = value
 	return b
 }
 

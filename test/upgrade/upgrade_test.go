@@ -1,0 +1,378 @@
+// Package upgrade tests that upgrading the operator restarts nothing. It
+// builds the operator of the release in hack/upgrade-base from this
+// repository's history, lets it converge a corpus of Installations on a
+// whole control plane under that release's CRD, then applies the current CRD
+// and runs the current operator in its place, as a Deployment rollout does.
+// docs/upgrading.md lists what the upgrade may write, and why.
+package upgrade
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+	"lin.dev/lin-operator/pkg/resources"
+	"lin.dev/lin-operator/test/env"
+	"lin.dev/lin-operator/test/harness"
+)
+
+// timeout bounds each wait on the control plane.
+const timeout = 3 * time.Minute
+
+// declaredWrites are the writes to children and Installations (the request
+// counter's "verb resource", events aside) that the current operator may make
+// when it takes over from the base release, each with its reason; the same
+// list, with the same reasons, is in docs/upgrading.md. Anything else it
+// writes fails the test.
+var declaredWrites = map[string]string{
+	"create poddisruptionbudgets": "each shard gets a PodDisruptionBudget (spec.disruption, on by default); " +
+		"it selects the shard's pods and changes none of them",
+}
+
+func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
+	root, err := env.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := buildBase(t, root)
+	e := env.StartForTest(t, env.Options{Mode: env.Cluster, CRDDir: filepath.Join(old.tree, "deploy", "crds")})
+	lc := versioned.NewForConfigOrDie(e.Config)
+	ns := harness.Namespace(t, e.Client)
+	provideFor(t, e, ns)
+	corpus := readCorpus(t, root, ns)
+	for _, inst := range corpus {
+		if _, err := lc.LinV1().Installations(ns).Create(context.Background(), inst, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating Installation %s under the base release's CRD: %v", inst.Name, err)
+		}
+	}
+
+	p := startBinary(t, old.binary, "--kubeconfig", e.KubeconfigPath, "--namespace", ns,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	waitSettled(t, lc, ns, corpus)
+	p.stop(t)
+	pods, revisions := podUIDs(t, e, ns), updateRevisions(t, e, ns)
+	t.Logf("the base release %s converged %d Installations: %d pods, %d StatefulSets",
+		old.commit[:12], len(corpus), len(pods), len(revisions))
+
+	if out, err := e.Kubectl(context.Background(), "apply", "--server-side", "--force-conflicts",
+		"-f", filepath.Join(root, "deploy", "crds")); err != nil {
+		t.Fatalf("applying the current CRD: %v\n%s", err, out)
+	}
+	op := harness.StartOperator(t, e.Config, harness.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
+	// The first reconcile comes from the initial list, the others from
+	// resyncs: four show that every Installation was looked at again after
+	// whatever the first one did.
+	harness.Eventually(t, timeout, "4 reconciles of every Installation by the current operator", func(context.Context) (bool, error) {
+		for _, inst := range corpus {
+			if n := op.Reconciles.Count(ns, inst.Name); n < 4 {
+				return false, fmt.Errorf("Installation %s reconciled %d times", inst.Name, n)
+			}
+		}
+		return true, nil
+	})
+	writes := harness.Writes(op.Requests.Snapshot())
+	for key := range writes {
+		if _, ok := declaredWrites[key]; !ok {
+			t.Errorf("the current operator sent %q, which the upgrade does not declare (all writes: %s)",
+				key, harness.Format(writes))
+		}
+	}
+	if restarted := changed(pods, podUIDs(t, e, ns)); len(restarted) > 0 {
+		t.Errorf("pods restarted by the upgrade: %v", restarted)
+	}
+	if rolled := changed(revisions, updateRevisions(t, e, ns)); len(rolled) > 0 {
+		t.Errorf("StatefulSets given a new pod template by the upgrade: %v", rolled)
+	}
+	checkStillValid(t, lc, e, ns)
+	t.Logf("after the upgrade: %d pods unchanged, writes: %s", len(pods), harness.Format(writes))
+}
+
+// base is the operator of the base release.
+type base struct {
+	// commit is the commit in hack/upgrade-base.
+	commit string
+	// tree is that commit's files; binary is its operator, built there.
+	tree, binary string
+}
+
+// buildBase extracts the commit named in hack/upgrade-base from the
+// repository's history and builds its operator as `make build` does.
+func buildBase(t *testing.T, root string) base {
+	t.Helper()
+	b := base{commit: baseCommit(t, root), tree: t.TempDir()}
+	b.binary = filepath.Join(b.tree, "bin", "lin-operator")
+	if err := haveCommit(root, b.commit); err != nil {
+		t.Fatal(err)
+	}
+	archive := exec.Command("sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", b.commit, b.tree)
+	archive.Dir = root
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("extracting %s: %v\n%s", b.commit, err, out)
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", b.binary, "./cmd/operator")
+	build.Dir = b.tree
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator of %s: %v\n%s", b.commit, err, out)
+	}
+	return b
+}
+
+// baseCommit reads hack/upgrade-base: its first line that is not a comment.
+func baseCommit(t *testing.T, root string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "hack", "upgrade-base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if line := strings.TrimSpace(s.Text()); line != "" && !strings.HasPrefix(line, "#") {
+			return line
+		}
+	}
+	t.Fatal("hack/upgrade-base names no commit")
+	return ""
+}
+
+// haveCommit makes sure the clone holds commit, fetching it from origin when
+// a shallow clone lacks it.
+func haveCommit(root, commit string) error {
+	has := func() bool { return exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() == nil }
+	if has() {
+		return nil
+	}
+	out, err := exec.Command("git", "-C", root, "fetch", "--quiet", "origin", commit).CombinedOutput()
+	if err != nil || !has() {
+		return fmt.Errorf("the upgrade base %s (hack/upgrade-base) is not in this clone and fetching it failed: %v %s; "+
+			"the test needs the repository's history (git fetch --unshallow)", commit, err, out)
+	}
+	return nil
+}
+
+// provideFor creates what the corpus' pods need to be scheduled and become
+// Ready: the service account and priority class that a golden case names,
+// node labels its node selector asks for, and volumes for every claim.
+func provideFor(t *testing.T, e *env.Env, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "demo-sa"}}
+	if _, err := e.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high-priority"}, Value: 1000}
+	if _, err := e.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"disktype":"ssd","kubernetes.io/os":"linux"}}}`)
+	for _, n := range nodes.Items {
+		if _, err := e.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// examples/sharded.yaml claims 4 x 10Gi, storage-delete 1 x 500Mi, and
+	// storage-retain 2 x 10Gi of class fast-ssd, ReadWriteOnce and ReadOnlyMany.
+	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 5, Size: "10Gi"})
+	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns + "-ssd", Count: 2, Size: "10Gi", StorageClass: "fast-ssd",
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}})
+}
+
+// readCorpus reads every Installation of examples/ and every golden case of
+// pkg/resources, the latter named golden-<case>, into namespace ns.
+func readCorpus(t *testing.T, root, ns string) []*linv1.Installation {
+	t.Helper()
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := filepath.Glob(filepath.Join(root, "pkg", "resources", "testdata", "*.installation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(examples) == 0 || len(golden) == 0 {
+		t.Fatalf("the corpus is empty: %d examples, %d golden cases", len(examples), len(golden))
+	}
+	var corpus []*linv1.Installation
+	for _, path := range append(examples, golden...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := &linv1.Installation{}
+		if err := yaml.UnmarshalStrict(data, inst); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if name, ok := strings.CutSuffix(filepath.Base(path), ".installation.yaml"); ok {
+			inst.Name = "golden-" + name
+		}
+		inst.Namespace = ns
+		corpus = append(corpus, inst)
+	}
+	return corpus
+}
+
+// waitSettled waits until every Installation of the corpus reports Ready, or
+// Stopped, for its current generation, and its StatefulSets have rolled out.
+func waitSettled(t *testing.T, lc versioned.Interface, ns string, corpus []*linv1.Installation) {
+	t.Helper()
+	harness.Eventually(t, timeout, "the corpus to be Ready under the base release", func(ctx context.Context) (bool, error) {
+		for _, want := range corpus {
+			inst, err := lc.LinV1().Installations(ns).Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			st := inst.Status
+			if st.ObservedGeneration != inst.Generation || (st.Phase != linv1.PhaseReady && st.Phase != linv1.PhaseStopped) {
+				return false, fmt.Errorf("Installation %s is %s (generation %d, observed %d, ready %s)",
+					inst.Name, st.Phase, inst.Generation, st.ObservedGeneration, st.Ready)
+			}
+		}
+		return true, nil
+	})
+}
+
+// podUIDs returns the UID of every pod of an Installation in ns, by name.
+func podUIDs(t *testing.T, e *env.Env, ns string) map[string]string {
+	t.Helper()
+	pods, err := e.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: resources.LabelInstallation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+// updateRevisions returns the update revision of every StatefulSet in ns,
+// by name, after waiting until each has rolled out its current template.
+func updateRevisions(t *testing.T, e *env.Env, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	harness.Eventually(t, timeout, "every StatefulSet to roll out its template", func(ctx context.Context) (bool, error) {
+		sets, err := e.Client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		clear(out)
+		for _, s := range sets.Items {
+			if !rolledOut(&s) {
+				return false, fmt.Errorf("StatefulSet %s: revision %s of %s, %d of %d pods ready",
+					s.Name, s.Status.CurrentRevision, s.Status.UpdateRevision, s.Status.ReadyReplicas, *s.Spec.Replicas)
+			}
+			out[s.Name] = s.Status.UpdateRevision
+		}
+		return true, nil
+	})
+	return out
+}
+
+// rolledOut reports whether the StatefulSet controller has seen the current
+// spec and every pod runs its template.
+func rolledOut(s *appsv1.StatefulSet) bool {
+	st := s.Status
+	return st.ObservedGeneration == s.Generation && st.CurrentRevision == st.UpdateRevision && st.UpdatedReplicas == st.Replicas
+}
+
+// changed lists the keys of before whose value after lacks or differs.
+func changed(before, after map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if after[k] != before[k] {
+			out = append(out, fmt.Sprintf("%s (%s -> %s)", k, before[k], after[k]))
+		}
+	}
+	return out
+}
+
+// checkStillValid shows that the current CRD accepts every stored
+// Installation in full: a server-side dry run creates a copy in another
+// namespace, where validation ratcheting cannot wave an old value through.
+func checkStillValid(t *testing.T, lc versioned.Interface, e *env.Env, ns string) {
+	t.Helper()
+	scratch := harness.Namespace(t, e.Client)
+	list, err := lc.LinV1().Installations(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stored := range list.Items {
+		inst := &linv1.Installation{
+			ObjectMeta: metav1.ObjectMeta{Name: stored.Name, Namespace: scratch, Labels: stored.Labels, Annotations: stored.Annotations},
+			Spec:       stored.Spec,
+		}
+		if _, err := lc.LinV1().Installations(scratch).Create(context.Background(), inst,
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the current CRD refuses the stored Installation %s: %v", stored.Name, err)
+		}
+	}
+}
+
+// binary is an operator binary running as a process of its own.
+type binary struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+// startBinary runs path with args, logging to a file of the test, and kills
+// it when the test binary dies.
+func startBinary(t *testing.T, path string, args ...string) *binary {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "operator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	b := &binary{cmd: cmd, log: logFile.Name(), done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(b.done)
+	}()
+	t.Cleanup(func() { b.stop(t) })
+	return b
+}
+
+// stop sends SIGTERM, as a Deployment rollout does, and waits for the
+// operator to drain its queue and exit.
+func (b *binary) stop(t *testing.T) {
+	t.Helper()
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+		out, _ := os.ReadFile(b.log)
+		t.Fatalf("the base release's operator did not exit within 30s of SIGTERM; its log:\n%s", out)
+	}
+}
