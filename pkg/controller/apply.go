@@ -147,10 +147,29 @@ func trial[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Inst
 }
 
 // mergeMeta sets on live the labels and annotations that desired carries,
-// keeping those that others added.
+// keeping those that others added, and removes those that the spec set
+// before (as live records) and sets no more.
 func mergeMeta(desired, live *metav1.ObjectMeta) {
+	live.Labels = pruned(live.Labels, resources.RecordedKeys(live, resources.AnnotationSpecLabels), desired.Labels)
+	live.Annotations = pruned(live.Annotations, resources.RecordedKeys(live, resources.AnnotationSpecAnnotations), desired.Annotations)
+	live.Annotations = pruned(live.Annotations, recordAnnotations, desired.Annotations)
 	live.Labels = mergeInto(live.Labels, desired.Labels)
 	live.Annotations = mergeInto(live.Annotations, desired.Annotations)
+}
+
+// recordAnnotations are the annotations that record keys set from the spec;
+// like the keys they list, they go when desired has none.
+var recordAnnotations = []string{resources.AnnotationSpecLabels, resources.AnnotationSpecAnnotations, resources.AnnotationPodAnnotations}
+
+// pruned deletes from m, a map of live's own that may be changed, the keys
+// listed that desired lacks.
+func pruned(m map[string]string, keys []string, desired map[string]string) map[string]string {
+	for _, k := range keys {
+		if _, ok := desired[k]; !ok {
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 // mergeInto sets the entries of over in m, allocating m when needed.
@@ -266,7 +285,9 @@ func mergeStatefulSet(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	spec.ServiceName = live.Spec.ServiceName
 	spec.PodManagementPolicy = live.Spec.PodManagementPolicy
 	spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
-	spec.Template.Annotations = mergeInto(live.Spec.Template.DeepCopy().Annotations, desired.Spec.Template.Annotations)
+	others := pruned(live.Spec.Template.DeepCopy().Annotations, resources.RecordedKeys(&live.ObjectMeta, resources.AnnotationPodAnnotations),
+		desired.Spec.Template.Annotations)
+	spec.Template.Annotations = mergeInto(others, desired.Spec.Template.Annotations)
 	merged.Spec = *spec
 	return merged
 }

@@ -203,8 +203,14 @@ func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 		// it. A shard's StatefulSet and budget share a name, not a UID.
 		o.SetUID(types.UID(fmt.Sprintf("uid-%T-%s", o, o.GetName())))
 	}
+	for _, sts := range ch.StatefulSets {
+		// Rolled out, as the StatefulSet controller reports it.
+		n := *sts.Spec.Replicas
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n,
+			UpdatedReplicas: n, CurrentRevision: sts.Name + "-1", UpdateRevision: sts.Name + "-1"}
+	}
 	f.live = *ch
-	inst.Status = computeStatus(inst, ch.StatefulSets, outcome{desired: ch}, clusterDomain, fixedNow)
+	inst.Status = computeStatus(inst, ch.StatefulSets, newOutcome(ch, nil), clusterDomain, fixedNow)
 	f.installations = append(f.installations, inst)
 	return render(f.t, inst)
 }

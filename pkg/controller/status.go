@@ -25,13 +25,19 @@ type outcome struct {
 	permanent bool
 	// err is the cause, whose text becomes the Degraded message.
 	err error
+	// rolling is the shard a rollout is at (rolloutPlan.rolling); -1: none.
+	rolling int
 }
 
 // newOutcome is the outcome of a sync that rendered desired and failed with err.
 func newOutcome(desired *resources.Children, err error) outcome {
 	reason, permanent := classify(err)
-	return outcome{desired: desired, reason: reason, permanent: permanent, err: err}
+	return outcome{desired: desired, reason: reason, permanent: permanent, err: err, rolling: -1}
 }
+
+// ReasonRolloutStalled is the reason of Progressing=False when the rolling
+// shard has not run its new pods Ready within the progress deadline.
+const ReasonRolloutStalled = "RolloutStalled"
 
 // computeStatus derives the status of inst from its live shard StatefulSets
 // (nil where missing) and the sync's outcome. It is pure: now is the time a
@@ -69,6 +75,8 @@ func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, out out
 	st.Ready = fmt.Sprintf("%d/%d", st.ReadyReplicas, total)
 	if rolledOut {
 		st.ConfigHash = resources.ConfigHash(inst)
+	} else {
+		st.Rollout = rolloutStatus(inst, out.rolling, now)
 	}
 	st.Phase = phase(inst, rolledOut, st.ReadyReplicas, out.reason)
 	setConditions(&st, inst, rolledOut, total, out, now)
@@ -140,6 +148,17 @@ func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolle
 	case rolledOut:
 		set(linv1.ConditionReady, true, "AllReplicasReady", counts)
 		set(linv1.ConditionProgressing, false, "RolloutComplete", counts)
+	case st.Rollout != nil:
+		set(linv1.ConditionReady, false, "ReplicasNotReady", counts)
+		r, deadline := st.Rollout, resources.ProgressDeadline(inst)
+		if stall, _ := stalled(r, deadline, now); stall {
+			set(linv1.ConditionProgressing, false, ReasonRolloutStalled, fmt.Sprintf(
+				"Shard %d has not run its new pods Ready within spec.rollout.progressDeadlineSeconds (%v); the rollout holds there "+
+					"and the shards after it keep their pods until the spec changes; %s", r.Shard, deadline, counts))
+		} else {
+			set(linv1.ConditionProgressing, true, "RollingOut", fmt.Sprintf("Rolling out shard %d of %d%s; %s",
+				r.Shard, len(st.Shards), waiting(inst), counts))
+		}
 	default:
 		set(linv1.ConditionReady, false, "ReplicasNotReady", counts)
 		set(linv1.ConditionProgressing, true, "RollingOut", counts)
@@ -151,20 +170,41 @@ func setConditions(st *linv1.InstallationStatus, inst *linv1.Installation, rolle
 	}
 }
 
+// waiting says what the other shards do while one rolls.
+func waiting(inst *linv1.Installation) string {
+	if resources.RolloutStrategy(inst) == linv1.RolloutShardByShard {
+		return " (ShardByShard: the shards after it wait)"
+	}
+	return ""
+}
+
 // equalStatus reports whether two statuses say the same.
 func equalStatus(a, b linv1.InstallationStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// degradedNews returns the Degraded condition of next when it turned true or
-// changed its reason since prev, and nil otherwise.
-func degradedNews(prev, next linv1.InstallationStatus) *metav1.Condition {
-	n := apimeta.FindStatusCondition(next.Conditions, linv1.ConditionDegraded)
-	if n == nil || n.Status != metav1.ConditionTrue {
+// warningNews returns the condition of next that deserves a Warning event:
+// Degraded when it turned true or changed its reason since prev, else
+// Progressing when it turned to RolloutStalled; nil when there is none.
+func warningNews(prev, next linv1.InstallationStatus) *metav1.Condition {
+	if n := news(prev, next, linv1.ConditionDegraded, metav1.ConditionTrue); n != nil {
+		return n
+	}
+	if n := news(prev, next, linv1.ConditionProgressing, metav1.ConditionFalse); n != nil && n.Reason == ReasonRolloutStalled {
+		return n
+	}
+	return nil
+}
+
+// news returns the condition typ of next when it has status and prev had
+// not that status with that reason, and nil otherwise.
+func news(prev, next linv1.InstallationStatus, typ string, status metav1.ConditionStatus) *metav1.Condition {
+	n := apimeta.FindStatusCondition(next.Conditions, typ)
+	if n == nil || n.Status != status {
 		return nil
 	}
-	p := apimeta.FindStatusCondition(prev.Conditions, linv1.ConditionDegraded)
-	if p != nil && p.Status == metav1.ConditionTrue && p.Reason == n.Reason {
+	p := apimeta.FindStatusCondition(prev.Conditions, typ)
+	if p != nil && p.Status == status && p.Reason == n.Reason {
 		return nil
 	}
 	return n

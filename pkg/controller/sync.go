@@ -44,7 +44,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 
 	out := c.reconcile(ctx, inst, l)
-	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, metav1.Now())
+	now := metav1.Now()
+	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, now)
+	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
+		// Nothing may happen until the deadline passes; look again then.
+		c.queue.AddAfter(key, left)
+	}
 	if err := c.updateStatus(ctx, inst, status); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The Installation is gone and its delete event is on the way.
@@ -76,7 +81,14 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	if inst.Spec.Paused {
 		return out
 	}
-	if err := c.preflight(ctx, inst, l, desired); err != nil {
+	// The shards that must wait for their turn in a rollout are written with
+	// the pod template they have; status still compares with desired.
+	live := c.liveShards(inst, l)
+	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
+	out.rolling = plan.rolling
+	written := *desired
+	written.StatefulSets = heldBack(desired.StatefulSets, live, plan)
+	if err := c.preflight(ctx, inst, l, &written); err != nil {
 		out.err = err
 		out.reason, out.permanent = classify(err)
 		return out
@@ -90,7 +102,7 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
 		errs = append(errs, err)
 	}
-	for _, sts := range desired.StatefulSets {
+	for _, sts := range written.StatefulSets {
 		recreated, err := c.applyStatefulSet(ctx, inst, l, sts)
 		if recreated {
 			out.recreated = append(out.recreated, sts.Name)
@@ -104,6 +116,20 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l))
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)
+	return out
+}
+
+// heldBack returns the StatefulSets to write: the desired one of each shard
+// that the plan lets proceed, and for the others the desired one with the
+// pod template they have.
+func heldBack(desired, live []*appsv1.StatefulSet, plan rolloutPlan) []*appsv1.StatefulSet {
+	out := make([]*appsv1.StatefulSet, len(desired))
+	for i, d := range desired {
+		out[i] = d
+		if !plan.proceed[i] {
+			out[i] = resources.HoldTemplate(d, live[i])
+		}
+	}
 	return out
 }
 
@@ -284,7 +310,7 @@ func (c *Controller) updateStatus(ctx context.Context, inst *linv1.Installation,
 	if equalStatus(inst.Status, status) {
 		return nil
 	}
-	if d := degradedNews(inst.Status, status); d != nil {
+	if d := warningNews(inst.Status, status); d != nil {
 		c.recorder.Event(inst, corev1.EventTypeWarning, d.Reason, d.Message)
 	}
 	updated := inst.DeepCopy()

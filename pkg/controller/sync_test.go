@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -146,7 +147,8 @@ func TestSyncRepairsDriftedChildrenAndKeepsForeignMetadata(t *testing.T) {
 	cm := f.live.ConfigMaps[0]
 	cm.Data["app.conf"] = "level=debug\n"
 
-	actions := f.run(inst, false)
+	// Status counts shard 0's pods as not updated any more.
+	actions := f.run(inst, false)[1:]
 	checkActions(t, actions, updateConfig, updateShard0)
 	gotCM := object[*corev1.ConfigMap](t, actions[0])
 	if !equality.Semantic.DeepEqual(gotCM.Data, want.ConfigMaps[0].Data) {
@@ -225,24 +227,99 @@ func TestSyncRefusesAForeignObjectOfTheSameName(t *testing.T) {
 	}
 }
 
-func TestSyncConfigEditRollsThePods(t *testing.T) {
+func TestSyncConfigEditRollsTheShardsOneAfterTheOther(t *testing.T) {
 	f := newFixture(t)
 	inst := newInstallation()
 	old := f.seedInSync(inst)
 	inst.Spec.Config = map[string]string{"app.conf": "level=debug\n"}
 	inst.Generation = 2
+	oldHash, newHash := old.StatefulSets[0].Spec.Template.Annotations[resources.AnnotationConfigHash], resources.ConfigHash(inst)
 
+	// Shard 0 gets the new template; shard 1 keeps its own.
 	actions := f.run(inst, false)
 	checkActions(t, actions, updateStatus, updateConfig, updateShard0, updateShard1)
-	for i, a := range actions[2:] {
-		got := object[*appsv1.StatefulSet](t, a)
-		oldHash := old.StatefulSets[i].Spec.Template.Annotations[resources.AnnotationConfigHash]
-		if h := got.Spec.Template.Annotations[resources.AnnotationConfigHash]; h == oldHash || h != resources.ConfigHash(inst) {
-			t.Errorf("shard %d config hash = %q, old %q, want %q", i, h, oldHash, resources.ConfigHash(inst))
+	shard0, shard1 := object[*appsv1.StatefulSet](t, actions[2]), object[*appsv1.StatefulSet](t, actions[3])
+	if h := shard0.Spec.Template.Annotations[resources.AnnotationConfigHash]; h != newHash {
+		t.Errorf("shard 0 config hash = %q, want the new %q", h, newHash)
+	}
+	if h := shard1.Spec.Template.Annotations[resources.AnnotationConfigHash]; h != oldHash {
+		t.Errorf("shard 1 config hash = %q, want the old %q while shard 0 rolls", h, oldHash)
+	}
+	st := statusOf(t, actions[0])
+	if st.ObservedGeneration != 2 || st.Rollout == nil || st.Rollout.Shard != 0 {
+		t.Fatalf("status: observedGeneration %d, rollout %+v; want 2, shard 0", st.ObservedGeneration, st.Rollout)
+	}
+
+	// While shard 0 replaces its pods, nothing more is written.
+	f.live.ConfigMaps[0] = object[*corev1.ConfigMap](t, actions[1])
+	f.live.StatefulSets = []*appsv1.StatefulSet{shard0, shard1}
+	shard0.Generation, shard0.Status.UpdateRevision, shard0.Status.UpdatedReplicas = 2, "demo-0-2", 1
+	inst.Status, inst.ResourceVersion = st, "3"
+	checkActions(t, f.run(inst, false))
+
+	// Once it has every pod updated and Ready, shard 1 follows.
+	shard0.Status = appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2,
+		CurrentRevision: "demo-0-2", UpdateRevision: "demo-0-2"}
+	actions = f.run(inst, false)
+	checkActions(t, actions, updateStatus, updateShard1)
+	if h := object[*appsv1.StatefulSet](t, actions[1]).Spec.Template.Annotations[resources.AnnotationConfigHash]; h != newHash {
+		t.Errorf("shard 1 config hash = %q, want the new %q", h, newHash)
+	}
+	if r := statusOf(t, actions[0]).Rollout; r == nil || r.Shard != 1 {
+		t.Errorf("status.rollout = %+v, want shard 1", r)
+	}
+}
+
+func TestSyncAllShardsRollsEveryShardAtOnce(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	inst.Spec.Rollout.Strategy = linv1.RolloutAllShards
+	f.seedInSync(inst)
+	inst.Spec.Image = "example.com/app:2"
+	inst.Generation = 2
+
+	actions := f.run(inst, false)
+	checkActions(t, actions, updateStatus, updateShard0, updateShard1)
+	for _, a := range actions[1:] {
+		if img := object[*appsv1.StatefulSet](t, a).Spec.Template.Spec.Containers[0].Image; img != "example.com/app:2" {
+			t.Errorf("%v: image %q, want example.com/app:2", summarize([]core.Action{a}), img)
 		}
 	}
-	if st := statusOf(t, actions[0]); st.ObservedGeneration != 2 {
-		t.Errorf("observedGeneration = %d, want 2", st.ObservedGeneration)
+}
+
+func TestSyncStalledRolloutIsReportedOnceAndHolds(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	inst.Spec.Rollout.ProgressDeadlineSeconds = ptr.To[int32](60)
+	f.seedInSync(inst)
+	inst.Spec.Image = "example.com/app:broken"
+	inst.Generation = 2
+	actions := f.run(inst, false)
+	checkActions(t, actions, updateStatus, updateShard0, updateShard1)
+	shard0, shard1 := object[*appsv1.StatefulSet](t, actions[1]), object[*appsv1.StatefulSet](t, actions[2])
+
+	// Shard 0's new pod never becomes Ready, for longer than the deadline.
+	f.live.StatefulSets = []*appsv1.StatefulSet{shard0, shard1}
+	shard0.Generation, shard0.Status.UpdateRevision, shard0.Status.ReadyReplicas, shard0.Status.UpdatedReplicas = 2, "demo-0-2", 1, 1
+	st := statusOf(t, actions[0])
+	st.Rollout.Since = metav1.NewTime(st.Rollout.Since.Add(-61 * time.Second))
+	inst.Status, inst.ResourceVersion = st, "3"
+	f.events()
+	actions = f.run(inst, false)
+	checkActions(t, actions, updateStatus)
+	c := apimeta.FindStatusCondition(statusOf(t, actions[0]).Conditions, linv1.ConditionProgressing)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonRolloutStalled || !strings.Contains(c.Message, "Shard 0") {
+		t.Errorf("Progressing = %+v, want False/RolloutStalled naming shard 0", c)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning RolloutStalled") {
+		t.Errorf("events = %q, want one Warning RolloutStalled", ev)
+	}
+
+	// Reported already: the next sync writes nothing, and shard 1 still waits.
+	inst.Status, inst.ResourceVersion = statusOf(t, actions[0]), "4"
+	checkActions(t, f.run(inst, false))
+	if ev := f.events(); len(ev) != 0 {
+		t.Errorf("events = %q, want none", ev)
 	}
 }
 

@@ -161,6 +161,11 @@ var goldenCases = []goldenCase{
 	{name: "disruption-off", mod: func(i *linv1.Installation) {
 		i.Spec.Disruption.Enabled = ptr.To(false)
 	}},
+	{name: "rollout", mod: func(i *linv1.Installation) {
+		i.Spec.Replicas = ptr.To[int32](4)
+		i.Spec.Rollout = linv1.RolloutSpec{Strategy: linv1.RolloutAllShards,
+			MaxUnavailable: ptr.To(intstr.FromString("50%")), ProgressDeadlineSeconds: ptr.To[int32](120)}
+	}},
 	{name: "parallel", mod: func(i *linv1.Installation) {
 		i.Spec.Replicas = ptr.To[int32](3)
 		i.Spec.PodManagementPolicy = linv1.ParallelPodManagement

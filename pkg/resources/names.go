@@ -30,6 +30,17 @@ const (
 	// AnnotationSpecHash on a child holds the hash of what the operator rendered
 	// for it, so that a field removed from the spec is removed from the child too.
 	AnnotationSpecHash = "lin.dev/spec-hash"
+	// AnnotationSpecLabels and AnnotationSpecAnnotations on a child list,
+	// comma-separated, the keys of the labels and annotations it carries from
+	// the spec (spec.service), as kubectl apply's last-applied annotation
+	// does: a key removed from the spec is removed from the child, while keys
+	// that others added stay. Absent when the spec sets none.
+	AnnotationSpecLabels      = "lin.dev/spec-labels"
+	AnnotationSpecAnnotations = "lin.dev/spec-annotations"
+	// AnnotationPodAnnotations on a StatefulSet lists the keys of the pod
+	// template annotations that come from spec.pod.annotations. It is kept on
+	// the StatefulSet, not on the template, so that it never restarts a pod.
+	AnnotationPodAnnotations = "lin.dev/pod-annotations"
 )
 
 // Names and paths inside the pods.

@@ -1,7 +1,12 @@
 package resources
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -30,6 +35,8 @@ func NewClientService(inst *linv1.Installation) *corev1.Service {
 	labels := mergeMaps(inst.Spec.Service.Labels, Labels(inst))
 	meta := objectMeta(inst, ClientServiceName(inst), labels)
 	meta.Annotations = mergeMaps(inst.Spec.Service.Annotations, nil)
+	recordKeys(&meta, AnnotationSpecLabels, inst.Spec.Service.Labels, Labels(inst))
+	recordKeys(&meta, AnnotationSpecAnnotations, inst.Spec.Service.Annotations, nil)
 	svcType := inst.Spec.Service.Type
 	if svcType == "" {
 		svcType = corev1.ServiceTypeClusterIP
@@ -57,6 +64,33 @@ func servicePorts(inst *linv1.Installation) []corev1.ServicePort {
 		})
 	}
 	return ports
+}
+
+// recordKeys lists the keys of the user's map, sorted, in the annotation
+// named key of meta, but those that the operator's own entries override; it
+// adds nothing when that leaves none.
+func recordKeys(meta *metav1.ObjectMeta, key string, user, own map[string]string) {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(user)) {
+		if _, ok := own[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = strings.Join(keys, ",")
+}
+
+// RecordedKeys returns the keys that the annotation named key of meta lists.
+func RecordedKeys(meta *metav1.ObjectMeta, key string) []string {
+	if v := meta.Annotations[key]; v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 // mergeMaps returns a new map with the entries of base overlaid by those of

@@ -1,8 +1,11 @@
 package resources
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 )
@@ -61,6 +64,19 @@ func configMountPath(inst *linv1.Installation) string {
 		return defaultConfigMountPath
 	}
 	return inst.Spec.ConfigMountPath
+}
+
+// RolloutStrategy is spec.rollout.strategy, ShardByShard when unset.
+func RolloutStrategy(inst *linv1.Installation) linv1.RolloutStrategy {
+	if inst.Spec.Rollout.Strategy == "" {
+		return linv1.RolloutShardByShard
+	}
+	return inst.Spec.Rollout.Strategy
+}
+
+// ProgressDeadline is spec.rollout.progressDeadlineSeconds, 600 s when unset.
+func ProgressDeadline(inst *linv1.Installation) time.Duration {
+	return time.Duration(ptr.Deref(inst.Spec.Rollout.ProgressDeadlineSeconds, 600)) * time.Second
 }
 
 // reclaimPolicy is spec.storage.reclaimPolicy with its default.

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -22,10 +23,11 @@ func NewStatefulSet(inst *linv1.Installation, shard int32) *appsv1.StatefulSet {
 			Selector:            &metav1.LabelSelector{MatchLabels: ShardSelectorLabels(inst, shard)},
 			ServiceName:         HeadlessServiceName(inst),
 			PodManagementPolicy: podManagementPolicy(inst),
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			UpdateStrategy:      updateStrategy(inst),
 			Template:            newPodTemplate(inst, shard),
 		},
 	}
+	recordKeys(&sts.ObjectMeta, AnnotationPodAnnotations, inst.Spec.Pod.Annotations, map[string]string{AnnotationConfigHash: ""})
 	if s := inst.Spec.Storage; s != nil {
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{newClaimTemplate(inst, shard, s)}
 		sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
@@ -36,6 +38,30 @@ func NewStatefulSet(inst *linv1.Installation, shard int32) *appsv1.StatefulSet {
 		}
 	}
 	return sts
+}
+
+// updateStrategy rolls pods with spec.rollout.maxUnavailable at a time. The
+// default, 1, is left to the API server, which sets it itself: a StatefulSet
+// rendered before the field existed stays the same, and no upgrade of the
+// operator writes to it.
+func updateStrategy(inst *linv1.Installation) appsv1.StatefulSetUpdateStrategy {
+	s := appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	if m := inst.Spec.Rollout.MaxUnavailable; m != nil && *m != intstr.FromInt32(1) {
+		s.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(*m)}
+	}
+	return s
+}
+
+// HoldTemplate returns desired with the pod template of live, for a shard
+// that must wait for its turn in a rollout: it gets every other change
+// (replicas above all) at once, and keeps its pods. Its spec hash is that of
+// what it holds, so the shard is rewritten when its turn comes.
+func HoldTemplate(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
+	held := desired.DeepCopy()
+	held.Spec.Template = *live.Spec.Template.DeepCopy()
+	delete(held.Annotations, AnnotationSpecHash)
+	stampHash(&held.ObjectMeta, held.Spec)
+	return held
 }
 
 // podManagementPolicy is spec.podManagementPolicy with its default.

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,7 @@ type state struct {
 	configMaps map[string]*corev1.ConfigMap
 	services   map[string]*corev1.Service
 	sets       map[string]*appsv1.StatefulSet
+	budgets    map[string]*policyv1.PodDisruptionBudget
 	pods       []corev1.Pod
 	claims     map[string]*corev1.PersistentVolumeClaim
 }
@@ -56,6 +58,10 @@ func readState(ctx context.Context, c kubernetes.Interface, lc versioned.Interfa
 	if err != nil {
 		return nil, err
 	}
+	budgets, err := c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, managed)
+	if err != nil {
+		return nil, err
+	}
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelInstallation})
 	if err != nil {
 		return nil, err
@@ -65,7 +71,7 @@ func readState(ctx context.Context, c kubernetes.Interface, lc versioned.Interfa
 		return nil, err
 	}
 	return &state{insts: insts.Items, configMaps: byName(cms.Items), services: byName(svcs.Items),
-		sets: byName(sets.Items), pods: pods.Items, claims: byName(claims.Items)}, nil
+		sets: byName(sets.Items), budgets: byName(budgets.Items), pods: pods.Items, claims: byName(claims.Items)}, nil
 }
 
 // byName indexes objects by name.
@@ -198,6 +204,9 @@ func (s *state) managed() map[string]metav1.Object {
 	for n, o := range s.sets {
 		out["StatefulSet/"+n] = o
 	}
+	for n, o := range s.budgets {
+		out["PodDisruptionBudget/"+n] = o
+	}
 	return out
 }
 
@@ -222,6 +231,8 @@ func kindOf(o resources.Object) string {
 		return "Service"
 	case *appsv1.StatefulSet:
 		return "StatefulSet"
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget"
 	}
 	return fmt.Sprintf("%T", o)
 }

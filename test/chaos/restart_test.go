@@ -70,7 +70,8 @@ func TestAPIServerRestartsWhile200InstallationsReconcile(t *testing.T) {
 	t.Logf("converged %v after the Installations were created", time.Since(began).Round(time.Second))
 	op.checkAlive(t)
 	checkControlPlaneAlive(t, testEnv)
-	if got, want := len(final.managed()), total*5; got != want {
+	// Two ConfigMaps, two Services, a StatefulSet and a PodDisruptionBudget each.
+	if got, want := len(final.managed()), total*6; got != want {
 		t.Errorf("%d children, want %d", got, want)
 	}
 	if got, want := len(final.claims), total/2; got != want {

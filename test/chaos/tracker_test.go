@@ -50,6 +50,7 @@ func trackUIDs(t *testing.T, c kubernetes.Interface, ns string) *uidTracker {
 		"ConfigMap":             managed.Core().V1().ConfigMaps().Informer(),
 		"Service":               managed.Core().V1().Services().Informer(),
 		"StatefulSet":           managed.Apps().V1().StatefulSets().Informer(),
+		"PodDisruptionBudget":   managed.Policy().V1().PodDisruptionBudgets().Informer(),
 		"PersistentVolumeClaim": all.Core().V1().PersistentVolumeClaims().Informer(),
 	} {
 		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

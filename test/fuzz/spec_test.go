@@ -126,7 +126,23 @@ func newInstallation(ns string, data []byte) *linv1.Installation {
 	inst.Spec.LivenessProbe = newProbe(s, inst.Spec.Ports, false)
 	inst.Spec.StartupProbe = newProbe(s, inst.Spec.Ports, false)
 	inst.Spec.Disruption = newDisruption(s)
+	inst.Spec.Rollout = newRollout(s)
 	return inst
+}
+
+// newRollout returns rollout settings, some of them out of range.
+func newRollout(s *source) linv1.RolloutSpec {
+	r := linv1.RolloutSpec{Strategy: choose(s, "", linv1.RolloutShardByShard, linv1.RolloutAllShards)}
+	switch s.intn(3) {
+	case 1:
+		r.MaxUnavailable = ptr.To(intstr.FromInt32(int32(s.small(0, 4))))
+	case 2:
+		r.MaxUnavailable = ptr.To(intstr.FromString(choose(s, "1%", "50%", "100%", "0%")))
+	}
+	if s.chance(2) {
+		r.ProgressDeadlineSeconds = ptr.To(int32(s.small(0, 1000)))
+	}
+	return r
 }
 
 // newDisruption returns budget settings: on, off or unset, with a number,

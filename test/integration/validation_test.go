@@ -131,6 +131,18 @@ func TestBadInstallationsAreRejectedNamingTheField(t *testing.T) {
 		{"maxUnavailable a word", "", with(func(s map[string]any) {
 			s["disruption"] = map[string]any{"maxUnavailable": "one"}
 		}), "spec.disruption.maxUnavailable must be"},
+		{"rollout strategy not an enum", "", with(func(s map[string]any) {
+			s["rollout"] = map[string]any{"strategy": "OneByOne"}
+		}), "spec.rollout.strategy"},
+		{"rollout maxUnavailable zero", "", with(func(s map[string]any) {
+			s["rollout"] = map[string]any{"maxUnavailable": int64(0)}
+		}), "spec.rollout.maxUnavailable must be"},
+		{"rollout maxUnavailable 0%", "", with(func(s map[string]any) {
+			s["rollout"] = map[string]any{"maxUnavailable": "0%"}
+		}), "spec.rollout.maxUnavailable must be"},
+		{"progressDeadlineSeconds zero", "", with(func(s map[string]any) {
+			s["rollout"] = map[string]any{"progressDeadlineSeconds": int64(0)}
+		}), "spec.rollout.progressDeadlineSeconds"},
 		{"disruption enabled not a bool", "", with(func(s map[string]any) {
 			s["disruption"] = map[string]any{"enabled": "yes"}
 		}), "spec.disruption.enabled"},
@@ -228,6 +240,9 @@ func TestDefaultsAreAppliedByTheServer(t *testing.T) {
 		{"storage.reclaimPolicy", s.Storage.ReclaimPolicy, linv1.ReclaimRetain},
 		{"disruption.enabled", *s.Disruption.Enabled, true},
 		{"disruption.maxUnavailable", s.Disruption.MaxUnavailable.String(), "1"},
+		{"rollout.strategy", s.Rollout.Strategy, linv1.RolloutShardByShard},
+		{"rollout.maxUnavailable", s.Rollout.MaxUnavailable.String(), "1"},
+		{"rollout.progressDeadlineSeconds", *s.Rollout.ProgressDeadlineSeconds, int32(600)},
 	} {
 		if c.got != c.want {
 			t.Errorf("spec.%s = %v, want %v", c.field, c.got, c.want)

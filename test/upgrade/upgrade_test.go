@@ -45,6 +45,10 @@ const timeout = 3 * time.Minute
 var declaredWrites = map[string]string{
 	"create poddisruptionbudgets": "each shard gets a PodDisruptionBudget (spec.disruption, on by default); " +
 		"it selects the shard's pods and changes none of them",
+	"update services": "a client Service with labels or annotations from spec.service gets lin.dev/spec-labels and " +
+		"lin.dev/spec-annotations, which record their keys so that a key removed from the spec is removed from the Service",
+	"update statefulsets": "a StatefulSet whose pods have annotations from spec.pod gets lin.dev/pod-annotations on its own " +
+		"metadata, recording their keys; the pod template is unchanged, which the test checks by the update revisions",
 }
 
 func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {

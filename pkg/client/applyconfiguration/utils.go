@@ -44,6 +44,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &linv1.InstallationStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PodSettings"):
 		return &linv1.PodSettingsApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RolloutSpec"):
+		return &linv1.RolloutSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("RolloutStatus"):
+		return &linv1.RolloutStatusApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ServiceSpec"):
 		return &linv1.ServiceSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("ShardStatus"):

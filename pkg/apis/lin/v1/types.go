@@ -133,6 +133,11 @@ type InstallationSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Disruption DisruptionSpec `json:"disruption,omitempty"`
+	// Rollout says how a change that replaces pods (config, image, env,
+	// resources...) reaches the shards.
+	// +optional
+	// +kubebuilder:default={}
+	Rollout RolloutSpec `json:"rollout,omitempty"`
 
 	// ReadinessProbe of the application container, as in a Container.
 	// +optional
@@ -259,6 +264,42 @@ type DisruptionSpec struct {
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
+// RolloutStrategy says in what order the shards get a new pod template.
+// +kubebuilder:validation:Enum=ShardByShard;AllShards
+type RolloutStrategy string
+
+const (
+	// RolloutShardByShard gives shard k+1 the new template only once every
+	// pod of shard k runs it and is Ready, so that at most one shard is
+	// replacing pods at any moment.
+	RolloutShardByShard RolloutStrategy = "ShardByShard"
+	// RolloutAllShards gives every shard the new template at once.
+	RolloutAllShards RolloutStrategy = "AllShards"
+)
+
+// RolloutSpec says how a change that replaces pods reaches the shards.
+type RolloutSpec struct {
+	// Strategy is ShardByShard (one shard at a time, in order) or AllShards.
+	// +optional
+	// +kubebuilder:default=ShardByShard
+	Strategy RolloutStrategy `json:"strategy,omitempty"`
+	// MaxUnavailable is how many pods of the rolling shard, a number or a
+	// percentage of spec.replicas, may be replaced at once: the
+	// StatefulSets' updateStrategy.rollingUpdate.maxUnavailable.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="spec.rollout.maxUnavailable must be a number of pods of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// ProgressDeadlineSeconds is how long a shard may take to run its new
+	// pods Ready before the Installation reports Progressing=False with
+	// reason RolloutStalled. The rollout then holds: the other shards keep
+	// their pods until the spec is fixed.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
 // PodSettings are pod-level settings applied to every pod.
 type PodSettings struct {
 	// Labels added to every pod.
@@ -363,6 +404,10 @@ type InstallationStatus struct {
 	// +listType=map
 	// +listMapKey=index
 	Shards []ShardStatus `json:"shards,omitempty"`
+	// Rollout is the shard whose pods are being replaced, while a rollout
+	// is under way; absent otherwise.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// ConfigHash is the hash of spec.config that is rolled out.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
@@ -374,6 +419,16 @@ type InstallationStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RolloutStatus is the shard a rollout is at.
+type RolloutStatus struct {
+	// Shard is the index of the shard whose pods are being replaced; the
+	// shards after it wait, under ShardByShard.
+	Shard int32 `json:"shard"`
+	// Since is when that shard began rolling to the current spec; the
+	// progress deadline counts from it.
+	Since metav1.Time `json:"since"`
 }
 
 // ShardStatus is the state of one shard.

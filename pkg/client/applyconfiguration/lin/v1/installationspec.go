@@ -68,6 +68,9 @@ type InstallationSpecApplyConfiguration struct {
 	// keeps voluntary evictions (a node drain, say) from taking more than
 	// maxUnavailable pods of one shard down at once.
 	Disruption *DisruptionSpecApplyConfiguration `json:"disruption,omitempty"`
+	// Rollout says how a change that replaces pods (config, image, env,
+	// resources...) reaches the shards.
+	Rollout *RolloutSpecApplyConfiguration `json:"rollout,omitempty"`
 	// ReadinessProbe of the application container, as in a Container.
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 	// LivenessProbe of the application container, as in a Container.
@@ -242,6 +245,14 @@ func (b *InstallationSpecApplyConfiguration) WithPod(value *PodSettingsApplyConf
 // If called multiple times, the Disruption field is set to the value of the last call.
 func (b *InstallationSpecApplyConfiguration) WithDisruption(value *DisruptionSpecApplyConfiguration) *InstallationSpecApplyConfiguration {
 	b.Disruption = value
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithRollout(value *RolloutSpecApplyConfiguration) *InstallationSpecApplyConfiguration {
+	b.Rollout = value
 	return b
 }
 

@@ -44,6 +44,9 @@ type InstallationStatusApplyConfiguration struct {
 	Ready *string `json:"ready,omitempty"`
 	// Shards is the state of each shard.
 	Shards []ShardStatusApplyConfiguration `json:"shards,omitempty"`
+	// Rollout is the shard whose pods are being replaced, while a rollout
+	// is under way; absent otherwise.
+	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 	// ConfigHash is the hash of spec.config that is rolled out.
 	ConfigHash *string `json:"configHash,omitempty"`
 	// Endpoint is the DNS name of the client Service.
@@ -124,6 +127,14 @@ func (b *InstallationStatusApplyConfiguration) WithShards(values ...*ShardStatus
 		}
 		b.Shards = append(b.Shards, *values[i])
 	}
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *InstallationStatusApplyConfiguration) WithRollout(value *RolloutStatusApplyConfiguration) *InstallationStatusApplyConfiguration {
+	b.Rollout = value
 	return b
 }
 
