@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -45,6 +46,11 @@ func TestShardBudgetsLetADrainTakeOnePodOfEachShardAndNoMore(t *testing.T) {
 	createReady(t, newInstallation(ns, "demo", 2, 3, ""))
 	waitBudgets(t, ns, 2, 1)
 
+	// As kubectl drain does, cordon the nodes first, so that an evicted pod
+	// does not come back Ready at once (fake nodes start pods in
+	// milliseconds) and the budget stays spent.
+	cordon(t, true)
+	t.Cleanup(func() { cordon(t, false) })
 	// One pod of each shard, together: each shard's budget allows one.
 	for _, pod := range []string{"demo-0-0", "demo-1-0"} {
 		if err := evict(ns, pod); err != nil {
@@ -59,6 +65,7 @@ func TestShardBudgetsLetADrainTakeOnePodOfEachShardAndNoMore(t *testing.T) {
 	t.Logf("the second eviction in shard 0: %v", err)
 
 	// The evicted pods come back, and the budgets allow one again.
+	cordon(t, false)
 	waitPhase(t, ns, "demo", linv1.PhaseReady)
 	waitBudgets(t, ns, 2, 1)
 
@@ -69,6 +76,21 @@ func TestShardBudgetsLetADrainTakeOnePodOfEachShardAndNoMore(t *testing.T) {
 	waitBudgetNames(t, ns)
 	if err := evict(ns, "demo-0-1"); err != nil {
 		t.Errorf("evicting demo-0-1 with the budgets off: %v", err)
+	}
+}
+
+// cordon marks every node unschedulable, or schedulable again.
+func cordon(t *testing.T, unschedulable bool) {
+	t.Helper()
+	nodes, err := testEnv.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, unschedulable))
+	for _, n := range nodes.Items {
+		if _, err := testEnv.Client.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
