@@ -317,7 +317,7 @@ func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Instal
 		return &syncError{reason: ReasonApplyFailed, permanent: true,
 			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
 	}
-	if err := c.deleteStatefulSet(ctx, live, metav1.DeletePropagationOrphan); err != nil {
+	if err := deleteChild(ctx, c, live, c.statefulSetDeleter(metav1.DeletePropagationOrphan)); err != nil {
 		return err
 	}
 	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",

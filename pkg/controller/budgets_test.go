@@ -56,7 +56,7 @@ func TestSyncDisabledBudgetsAreDeletedOnce(t *testing.T) {
 	checkActions(t, f.run(inst, false), updateStatus, deleteBudget0, deleteBudget1)
 	// The cache still holds them until their delete events come.
 	checkActions(t, f.rerun(inst, false))
-	if ev := f.events(); len(ev) != 2 || ev[0] != "Normal Deleted Deleted PodDisruptionBudget demo-0" {
+	if ev := f.events(); len(ev) != 2 || ev[0] != "Normal Deleted Deleted PodDisruptionBudget demo-0, which the spec no longer has" {
 		t.Errorf("events = %q, want two Normal Deleted", ev)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/resources"
@@ -195,22 +196,8 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 // beyond spec.shards. Their claims follow the retention policy that
 // storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
 func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
-	sets, err := removed[*appsv1.StatefulSet](l.setsByOwner, inst, func(shard int32) bool { return shard < resources.Shards(inst) })
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, sts := range sets {
-		if c.leaving(sts) {
-			continue
-		}
-		if err := c.deleteStatefulSet(ctx, sts, metav1.DeletePropagationBackground); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted StatefulSet %s of a removed shard", sts.Name)
-	}
-	return errors.Join(errs...)
+	keep := func(shard int32) bool { return shard < resources.Shards(inst) }
+	return deleteRemoved(ctx, c, inst, l.setsByOwner, keep, c.statefulSetDeleter(metav1.DeletePropagationBackground))
 }
 
 // deleteRemovedBudgets deletes the PodDisruptionBudgets that inst controls
@@ -218,27 +205,31 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 // is false.
 func (c *Controller) deleteRemovedBudgets(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return resources.DisruptionBudgets(inst) && shard < resources.Shards(inst) }
-	budgets, err := removed[*policyv1.PodDisruptionBudget](l.budgetsByOwner, inst, keep)
+	return deleteRemoved(ctx, c, inst, l.budgetsByOwner, keep, deleter[*policyv1.PodDisruptionBudget]{
+		kind: "PodDisruptionBudget",
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.kubeClient.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, name, opts)
+		},
+	})
+}
+
+// deleteRemoved deletes, with an event each, the children of index that inst
+// controls and whose shard keep no longer keeps, except those already going.
+func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, index cache.Indexer, keep func(shard int32) bool, d deleter[T]) error {
+	objs, err := removed[T](index, inst, keep)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, pdb := range budgets {
-		if pdb.DeletionTimestamp != nil || c.deletions.pending(pdb.UID) {
+	for _, o := range objs {
+		if c.leaving(o) {
 			continue
 		}
-		err := c.kubeClient.PolicyV1().PodDisruptionBudgets(pdb.Namespace).Delete(ctx, pdb.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &pdb.UID},
-		})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			errs = append(errs, writeError("deleting", "PodDisruptionBudget", pdb.Name, err))
+		if err := deleteChild(ctx, c, o, d); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		c.deletions.expect(pdb.UID)
-		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted PodDisruptionBudget %s", pdb.Name)
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted %s %s, which the spec no longer has", d.kind, o.GetName())
 	}
 	return errors.Join(errs...)
 }
@@ -265,27 +256,47 @@ func removed[T metav1.Object](index cache.Indexer, inst *linv1.Installation, kee
 	return out, nil
 }
 
-// leaving reports whether a StatefulSet is being deleted, by this controller
-// (its cache may not show it yet) or by anyone.
-func (c *Controller) leaving(sts *appsv1.StatefulSet) bool {
-	return sts.DeletionTimestamp != nil || c.deletions.pending(sts.UID)
+// leaving reports whether a child is being deleted, by this controller (its
+// cache may not show it yet) or by anyone.
+func (c *Controller) leaving(o metav1.Object) bool {
+	return o.GetDeletionTimestamp() != nil || c.deletions.pending(o.GetUID())
 }
 
-// deleteStatefulSet deletes sts, if it is still the object the cache holds,
-// and remembers the deletion until the cache sees it.
-func (c *Controller) deleteStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, propagation metav1.DeletionPropagation) error {
-	err := c.kubeClient.AppsV1().StatefulSets(sts.Namespace).Delete(ctx, sts.Name, metav1.DeleteOptions{
-		PropagationPolicy: &propagation,
-		Preconditions:     &metav1.Preconditions{UID: &sts.UID},
-	})
+// deleter deletes one kind of child through the clientset.
+type deleter[T metav1.Object] struct {
+	kind   string
+	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	// propagation, when set, says what becomes of the child's dependents.
+	propagation metav1.DeletionPropagation
+}
+
+// statefulSetDeleter deletes StatefulSets, their pods following propagation.
+func (c *Controller) statefulSetDeleter(propagation metav1.DeletionPropagation) deleter[*appsv1.StatefulSet] {
+	return deleter[*appsv1.StatefulSet]{
+		kind: "StatefulSet",
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.kubeClient.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
+		},
+		propagation: propagation,
+	}
+}
+
+// deleteChild deletes o, if it is still the object the cache holds, and
+// remembers the deletion until the cache sees it.
+func deleteChild[T metav1.Object](ctx context.Context, c *Controller, o T, d deleter[T]) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(o.GetUID())}}
+	if d.propagation != "" {
+		opts.PropagationPolicy = &d.propagation
+	}
+	err := d.delete(ctx, o.GetNamespace(), o.GetName(), opts)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Gone already: its delete event is on the way, or was seen.
 		return nil
 	case err != nil:
-		return writeError("deleting", "StatefulSet", sts.Name, err)
+		return writeError("deleting", d.kind, o.GetName(), err)
 	}
-	c.deletions.expect(sts.UID)
+	c.deletions.expect(o.GetUID())
 	return nil
 }
 
