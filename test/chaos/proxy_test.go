@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"maps"
 	"net"
@@ -195,4 +196,58 @@ func (s *tooOldScanner) Read(b []byte) (int, error) {
 		s.tail = append([]byte(nil), window[max(0, len(window)-len(tooOldMarker)+1):]...)
 	}
 	return n, err
+}
+
+// listGate refuses, while it is closed, the lists and watches of some
+// resources, as a network that lets a client's writes through but not yet
+// its informers' reconnects would: their caches lag behind what the client
+// itself wrote. Other requests pass.
+type listGate struct {
+	resources map[string]bool
+
+	mu      sync.Mutex
+	closed  bool
+	refused int
+}
+
+// newListGate returns an open gate for the lists and watches of resources.
+func newListGate(resources ...string) *listGate {
+	g := &listGate{resources: map[string]bool{}}
+	for _, r := range resources {
+		g.resources[r] = true
+	}
+	return g
+}
+
+// set closes or opens the gate.
+func (g *listGate) set(closed bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = closed
+}
+
+// refusals returns how many requests the gate has refused.
+func (g *listGate) refusals() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refused
+}
+
+// wrap is a rest.Config transport wrapper that applies the gate.
+func (g *listGate) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		// A list or watch names a collection: its path ends in the resource.
+		if req.Method == http.MethodGet && g.resources[path.Base(req.URL.Path)] {
+			g.mu.Lock()
+			closed := g.closed
+			if closed {
+				g.refused++
+			}
+			g.mu.Unlock()
+			if closed {
+				return nil, errors.New("connection refused by the test's gate")
+			}
+		}
+		return rt.RoundTrip(req)
+	})
 }
