@@ -269,15 +269,16 @@ func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
 	}
 }
 
-// mergeStatefulSet keeps the live spec while it holds everything desired sets
-// (the API server adds defaults, which are no reason to write) and the child
-// was rendered from the same spec. Otherwise it takes the desired spec, with
+// mergeStatefulSet keeps the live spec while it holds what desired sets and
+// nothing that was added by hand (the API server adds defaults, which are no
+// reason to write; see statefulSetSpecHolds) and the child was rendered from
+// the same spec. Otherwise it takes the desired spec, with
 // the immutable fields as stored and the pod template annotations that others
 // added (`kubectl rollout restart`'s, say), so that no pod restarts for them.
 func mergeStatefulSet(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	merged := live.DeepCopy()
 	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
-	if sameRendering(desired, live) && equality.Semantic.DeepDerivative(desired.Spec, live.Spec) {
+	if sameRendering(desired, live) && statefulSetSpecHolds(&desired.Spec, &live.Spec) {
 		return merged
 	}
 	spec := desired.Spec.DeepCopy()

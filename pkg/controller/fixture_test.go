@@ -197,7 +197,13 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 // seedInSync puts inst and every child it renders in the fixture, with the
 // status a sync of them computes, so that nothing differs.
 func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
-	ch := render(f.t, inst)
+	f.seed(inst, render(f.t, inst))
+	return render(f.t, inst)
+}
+
+// seed puts inst and the children ch in the fixture, the StatefulSets rolled
+// out, with the status a sync of them computes.
+func (f *fixture) seed(inst *linv1.Installation, ch *resources.Children) {
 	for _, o := range ch.Objects() {
 		// The API server gives every object a UID; deletions are tracked by
 		// it. A shard's StatefulSet and budget share a name, not a UID.
@@ -212,5 +218,4 @@ func (f *fixture) seedInSync(inst *linv1.Installation) *resources.Children {
 	f.live = *ch
 	inst.Status = computeStatus(inst, ch.StatefulSets, newOutcome(ch, nil), clusterDomain, fixedNow)
 	f.installations = append(f.installations, inst)
-	return render(f.t, inst)
 }

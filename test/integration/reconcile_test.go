@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -174,6 +175,39 @@ func TestAnEditedChildFieldGoesBackWhileForeignMetadataStays(t *testing.T) {
 	})
 }
 
+// TestHandAddedPodTemplateFieldsGoBack adds by hand to a StatefulSet's pod
+// template what the API server never defaults (a container, an env var, a
+// volume, a nodeSelector entry): the template is the operator's, so they go,
+// while an annotation that another tool added to it (kubectl rollout
+// restart's) stays.
+func TestHandAddedPodTemplateFieldsGoBack(t *testing.T) {
+	ns, _ := setup(t)
+	create(t, harness.NewInstallation(ns, "demo"))
+	want := statefulSet(t, ns, "demo-0", "to exist", func(*appsv1.StatefulSet) bool { return true }).Spec.Template.Spec
+	const restartedAt = "kubectl.kubernetes.io/restartedAt"
+
+	harness.Eventually(t, timeout, "the hand edit", func(ctx context.Context) (bool, error) {
+		sts, err := testEnv.Client.AppsV1().StatefulSets(ns).Get(ctx, "demo-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod := &sts.Spec.Template.Spec
+		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: "DEBUG", Value: "1"})
+		pod.Containers = append(pod.Containers, corev1.Container{Name: "sidecar", Image: "example.com/sidecar:1"})
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.NodeSelector = map[string]string{"disk": "ssd"}
+		sts.Spec.Template.Annotations[restartedAt] = "2026-12-03T12:00:00Z"
+		_, err = testEnv.Client.AppsV1().StatefulSets(ns).Update(ctx, sts, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+	sts := statefulSet(t, ns, "demo-0", "to lose the hand-added fields", func(s *appsv1.StatefulSet) bool {
+		return equality.Semantic.DeepEqual(s.Spec.Template.Spec, want)
+	})
+	if sts.Spec.Template.Annotations[restartedAt] == "" {
+		t.Errorf("the pod template lost the annotation %s that another tool added: %v", restartedAt, sts.Spec.Template.Annotations)
+	}
+}
+
 func TestConfigEditChangesTheHashAndReplicasEditDoesNot(t *testing.T) {
 	ns, _ := setup(t)
 	create(t, harness.NewInstallation(ns, "demo"))
@@ -199,6 +233,47 @@ func TestConfigEditChangesTheHashAndReplicasEditDoesNot(t *testing.T) {
 	if *rolled.Spec.Replicas != 3 {
 		t.Errorf("replicas = %d after the config edit, want 3", *rolled.Spec.Replicas)
 	}
+}
+
+// TestAChildWithoutItsManagedByLabelIsTakenBack removes the managed-by label
+// from two children (kubectl label ... app.kubernetes.io/managed-by-): they
+// leave the operator's label-filtered caches, so the next sync's create
+// meets them as AlreadyExists. They carry the Installation's controller
+// reference, so they are its own: the operator reads them from the API
+// server, gives their labels back, and reports no conflict.
+func TestAChildWithoutItsManagedByLabelIsTakenBack(t *testing.T) {
+	ns, op := setup(t)
+	create(t, harness.NewInstallation(ns, "demo"))
+	statefulSet(t, ns, "demo-0", "to exist", func(*appsv1.StatefulSet) bool { return true })
+	waitObserved(t, ns, "demo")
+
+	ctx := context.Background()
+	unlabel := []byte(`{"metadata":{"labels":{"` + resources.LabelManagedBy + `":null}}}`)
+	if _, err := testEnv.Client.CoreV1().ConfigMaps(ns).Patch(ctx, "demo-config", types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testEnv.Client.AppsV1().StatefulSets(ns).Patch(ctx, "demo-0", types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	statefulSet(t, ns, "demo-0", "to get its managed-by label back", func(s *appsv1.StatefulSet) bool {
+		return s.Labels[resources.LabelManagedBy] == "lin-operator"
+	})
+	harness.Eventually(t, timeout, "ConfigMap demo-config to get its managed-by label back", func(ctx context.Context) (bool, error) {
+		cm, err := testEnv.Client.CoreV1().ConfigMaps(ns).Get(ctx, "demo-config", metav1.GetOptions{})
+		return err == nil && cm.Labels[resources.LabelManagedBy] == "lin-operator", err
+	})
+	inst, err := linClient.LinV1().Installations(ns).Get(ctx, "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(inst.Status.Conditions, linv1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v, want False", c)
+	}
+	events, err := testEnv.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ResourceConflict"})
+	if err != nil || len(events.Items) > 0 {
+		t.Errorf("ResourceConflict events: %v, %v", events, err)
+	}
+	t.Logf("the operator read %s", harness.Format(harness.Reads(op.Requests.Snapshot())))
 }
 
 func TestAForeignConfigMapIsLeftAloneAndReported(t *testing.T) {
