@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,12 +181,18 @@ func TestPausedMakesNoWritesToChildren(t *testing.T) {
 		i.Spec.Replicas = ptr.To[int32](2)
 		i.Spec.Config["new.conf"] = "x"
 	})
+	harness.Eventually(t, timeout, "status to observe the edit", func(ctx context.Context) (bool, error) {
+		inst, err := linClient.LinV1().Installations(ns).Get(ctx, "demo", metav1.GetOptions{})
+		return err == nil && inst.Status.ObservedGeneration == inst.Generation && inst.Status.Phase == linv1.PhasePaused, err
+	})
+	// The deletion's event makes a reconcile: once it has run, the operator
+	// has seen everything it must leave alone.
+	seen := op.Reconciles.Snapshot(ns, "demo")
 	ctx := context.Background()
 	if err := testEnv.Client.CoreV1().ConfigMaps(ns).Delete(ctx, "demo-topology", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(t, ns, "demo", linv1.PhasePaused)
-	time.Sleep(2 * time.Second)
+	op.Reconciles.WaitForMore(t, timeout, ns, seen, 1)
 	if w := childWrites(op.Requests.Since(before)); len(w) > 0 {
 		t.Errorf("paused, the operator wrote %s", harness.Format(w))
 	}
@@ -233,7 +240,14 @@ func TestImmutableFieldChangeRecreatesTheStatefulSetsOnce(t *testing.T) {
 		return true, nil
 	})
 	waitPhase(t, ns, "demo", linv1.PhaseReady)
-	time.Sleep(2 * time.Second) // room for a loop to show
+	// A loop would delete again on a later reconcile: make two and wait for them.
+	seen := op.Reconciles.Snapshot(ns, "demo")
+	for i := range 2 {
+		harness.EditInstallation(t, linClient, ns, "demo", func(inst *linv1.Installation) {
+			metav1.SetMetaDataAnnotation(&inst.ObjectMeta, "test.lin.dev/nudge", fmt.Sprint(i))
+		})
+	}
+	op.Reconciles.WaitForMore(t, timeout, ns, seen, 2)
 	if n := op.Requests.Since(before)["delete statefulsets"]; n != 2 {
 		t.Errorf("the operator deleted StatefulSets %d times, want once each (2)", n)
 	}
@@ -263,7 +277,9 @@ func TestRestartAndResyncMakeNoWritesAndRestartNoPod(t *testing.T) {
 
 	restarted := harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
 	synced := restarted.Requests.Snapshot()
-	time.Sleep(3500 * time.Millisecond) // three resyncs
+	// The first reconcile may come from the restart's own list; three more
+	// are resyncs.
+	restarted.Reconciles.WaitForMore(t, timeout, ns, restarted.Reconciles.Snapshot(ns, "demo"), 4)
 	if w := harness.Writes(restarted.Requests.Since(synced)); len(w) > 0 {
 		t.Errorf("after a restart and three resyncs, the operator wrote %s", harness.Format(w))
 	}
@@ -339,9 +355,12 @@ func TestOneUnreconcilableInstallationDoesNotHoldBackTwentyGoodOnes(t *testing.T
 			t.Errorf("%s of the unreconcilable Installation exists: %v", kind, err)
 		}
 	}
-	before := op.Requests.Snapshot()
-	time.Sleep(2 * time.Second)
-	if w := harness.Writes(op.Requests.Since(before)); len(w) > 0 {
-		t.Errorf("a permanent failure is retried: %s", harness.Format(w))
+	// An InvalidSpec sync writes nothing but its status, so writes cannot
+	// show a loop: its reconciles can. It has one for its creation and one
+	// for the event of its own status write; the workqueue's backoff
+	// (5 ms, doubling) would have retried it about ten times by now.
+	op.Reconciles.WaitForMore(t, timeout, ns, map[string]int{"bad": 0}, 2)
+	if n := op.Reconciles.Count(ns, "bad"); n > 3 {
+		t.Errorf("a permanent failure is retried: %d reconciles in the %s since its creation", n, time.Since(start).Round(time.Millisecond))
 	}
 }

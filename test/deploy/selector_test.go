@@ -55,8 +55,14 @@ func TestOperatorsWithDisjointSelectorsEachReconcileOnlyTheirOwn(t *testing.T) {
 		_, err := configMaps.Get(ctx, "of-b-config", metav1.GetOptions{})
 		return err == nil, err
 	})
-	// b handled both deletions by now; give a wrong repair a moment anyway.
-	time.Sleep(2 * time.Second)
+	// b's ConfigMap informer delivered of-a-config's deletion before
+	// of-b-config's: had b queued of-a for it, the key came first. Once b's
+	// queue is empty and no worker is busy, a wrong repair would be done.
+	harness.Eventually(t, timeout, "the queue of operator team-b to drain", func(ctx context.Context) (bool, error) {
+		m, err := b.metrics(ctx)
+		queue := map[string]string{"name": "installations"}
+		return err == nil && m.sum("workqueue_depth", queue) == 0 && m.sum("workqueue_unfinished_work_seconds", queue) == 0, err
+	})
 	if _, err := configMaps.Get(t.Context(), "of-a-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("of-a-config was repaired by the operator of team b: %v", err)
 	}

@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"context"
+	"fmt"
 	"sync"
+	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 )
@@ -31,4 +35,30 @@ func (c *ReconcileCounter) Count(namespace, name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[cache.ObjectName{Namespace: namespace, Name: name}]
+}
+
+// Snapshot returns the reconcile counts of the Installations names of
+// namespace, by name.
+func (c *ReconcileCounter) Snapshot(namespace string, names ...string) map[string]int {
+	out := make(map[string]int, len(names))
+	for _, name := range names {
+		out[name] = c.Count(namespace, name)
+	}
+	return out
+}
+
+// WaitForMore waits until each Installation of before (a Snapshot of
+// namespace) has been reconciled at least more times since, and fails the
+// test after timeout.
+func (c *ReconcileCounter) WaitForMore(t testing.TB, timeout time.Duration, namespace string, before map[string]int, more int) {
+	t.Helper()
+	Eventually(t, timeout, fmt.Sprintf("%d more reconciles of each of %d Installations", more, len(before)),
+		func(context.Context) (bool, error) {
+			for name, n := range before {
+				if got := c.Count(namespace, name); got < n+more {
+					return false, fmt.Errorf("%s reconciled %d times since, want %d", name, got-n, more)
+				}
+			}
+			return true, nil
+		})
 }

@@ -342,7 +342,9 @@ func TestInSyncInstallationsCostNoRequestsAfterRestart(t *testing.T) {
 
 	restarted := harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
 	synced := restarted.Requests.Snapshot()
-	time.Sleep(3 * time.Second) // three resyncs
+	// The first reconcile of each may come from the restart's own list;
+	// three more are resyncs.
+	restarted.Reconciles.WaitForMore(t, timeout, ns, restarted.Reconciles.Snapshot(ns, "a", "b", "c"), 4)
 	d := restarted.Requests.Since(synced)
 	if w := harness.Writes(d); len(w) > 0 {
 		t.Errorf("after a restart and resyncs, the operator wrote %s", harness.Format(w))
