@@ -34,29 +34,49 @@ var dryRun = []string{metav1.DryRunAll}
 // stand in for the children.
 func FuzzRenderedChildrenAreAccepted(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ctx := context.Background()
-		inst := newInstallation(metav1.NamespaceDefault, data)
-		accepted, err := linClient.LinV1().Installations(inst.Namespace).Create(ctx, inst, metav1.CreateOptions{DryRun: dryRun})
-		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			t.Skipf("the schema refuses it: %v", err)
-		}
-		if err != nil {
-			t.Fatalf("creating the Installation: %v", err)
-		}
-		children, err := resources.NewChildren(accepted, clusterDomain)
-		if resources.IsInvalidSpec(err) {
-			t.Skipf("the renderer refuses it: %v", err)
-		}
-		if err != nil {
-			t.Fatalf("rendering %s: %v", specJSON(accepted), err)
-		}
-		checkDeterministic(t, accepted, children)
-		for _, o := range children.Objects() {
-			if err := createDryRun(ctx, o); err != nil {
-				t.Errorf("the API server refuses %T %s rendered from %s: %v", o, o.GetName(), specJSON(accepted), err)
-			}
+		if refusal, why := check(t, data); refusal != accepted {
+			t.Skipf("%s refuses it: %v", refusal, why)
 		}
 	})
+}
+
+// outcome says who refused an Installation, if anyone did.
+type outcome string
+
+// The outcomes of check.
+const (
+	accepted outcome = "nobody"
+	schema   outcome = "the schema"
+	renderer outcome = "the renderer"
+)
+
+// check runs the fuzz target's checks on the Installation data maps to, and
+// returns who refused it and why, or accepted.
+func check(t *testing.T, data []byte) (outcome, error) {
+	t.Helper()
+	ctx := context.Background()
+	inst := newInstallation(metav1.NamespaceDefault, data)
+	stored, err := linClient.LinV1().Installations(inst.Namespace).Create(ctx, inst, metav1.CreateOptions{DryRun: dryRun})
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return schema, err
+	}
+	if err != nil {
+		t.Fatalf("creating the Installation: %v", err)
+	}
+	children, err := resources.NewChildren(stored, clusterDomain)
+	if resources.IsInvalidSpec(err) {
+		return renderer, err
+	}
+	if err != nil {
+		t.Fatalf("rendering %s: %v", specJSON(stored), err)
+	}
+	checkDeterministic(t, stored, children)
+	for _, o := range children.Objects() {
+		if err := createDryRun(ctx, o); err != nil {
+			t.Errorf("the API server refuses %T %s rendered from %s: %v", o, o.GetName(), specJSON(stored), err)
+		}
+	}
+	return accepted, nil
 }
 
 // checkDeterministic renders inst again, from a deep copy and from a JSON
