@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"lin.dev/lin-operator/pkg/operator"
+	"lin.dev/lin-operator/pkg/resources"
 )
 
 // options are the operator's command-line flags.
@@ -108,6 +109,10 @@ func (o *options) validate() error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.clusterDomain); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", o.clusterDomain, strings.Join(msgs, "; ")))
+	}
+	if len(o.clusterDomain) > resources.MaxClusterDomainLength {
+		// The schema's bound on shards x replicas counts on it.
+		errs = append(errs, fmt.Errorf("--cluster-domain %q: must be at most %d characters", o.clusterDomain, resources.MaxClusterDomainLength))
 	}
 	for _, ns := range o.namespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {

@@ -47,6 +47,9 @@ func TestValidateNamesTheWrongFlag(t *testing.T) {
 			want: `--health-probe-bind-address ":70000": the port must be a number from 0 to 65535`},
 		{name: "same address twice", args: []string{"--metrics-bind-address=:9000", "--health-probe-bind-address=:9000"},
 			want: "--metrics-bind-address and --health-probe-bind-address must differ"},
+		{name: "cluster domain of 63 characters", args: []string{"--cluster-domain=" + strings.Repeat("d", 63)}},
+		{name: "cluster domain too long for the peer list's bound", args: []string{"--cluster-domain=" + strings.Repeat("d", 60) + ".com"},
+			want: "must be at most 63 characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,6 +83,32 @@ type TopologyPort struct {
 	Protocol corev1.Protocol `json:"protocol"`
 }
 
+// The schema bounds spec.shards x spec.replicas so that the peer list always
+// fits in its ConfigMap (a CEL rule on Installation, with these numbers):
+// each pod is named twice, in topology.json and in hosts, by a name of at
+// most 2 x len(metadata.name) + 86 + len(cluster domain) characters (the
+// shard index of two digits, the ordinal of three, a namespace of 63), so
+// with a cluster domain of at most MaxClusterDomainLength it takes at most
+// 4 x len(name) + topologyBytesPerPod bytes; each shard adds at most
+// 2 x len(name) + topologyBytesPerShard, and topologyBudget leaves room for
+// the rest (32 ports of the longest names).
+const (
+	topologyBytesPerPod   = 311
+	topologyBytesPerShard = 100
+	topologyBudget        = 1040000
+	// MaxClusterDomainLength is the longest cluster domain the bound allows
+	// for; the operator refuses a longer --cluster-domain.
+	MaxClusterDomainLength = 63
+)
+
+// MaxTopologyReplicas returns the most replicas per shard that the schema
+// accepts for an Installation of shards shards whose name has nameLength
+// characters.
+func MaxTopologyReplicas(nameLength int, shards int32) int32 {
+	s, n := int64(shards), int64(nameLength)
+	return int32((topologyBudget - s*(2*n+topologyBytesPerShard)) / (s * (4*n + topologyBytesPerPod)))
+}
+
 // NewTopologyConfigMap renders the ConfigMap with the generated peer list. It
 // lists spec.replicas pods per shard even when stopped: it describes the
 // cluster as configured. It is mounted as a volume and not hashed into the pod

@@ -109,6 +109,10 @@ var schemaInvalid = []badCase{
 	{what: "unknown field", change: set("replica", int64(2)), rejected: `unknown field "spec.replica"`},
 	{what: "stop a string", change: set("stop", "yes"), rejected: "spec.stop"},
 	{what: "limit not a quantity", change: set("resources.limits.cpu", "lots"), rejected: "spec.resources.limits.cpu"},
+	{what: "more pods than the peer list can name", change: func(o map[string]any) {
+		set("shards", int64(64))(o)
+		set("replicas", int64(1000))(o)
+	}, rejected: "spec.replicas"},
 }
 
 // unreconcilable pass the schema, but their children cannot be rendered or
@@ -118,10 +122,6 @@ var unreconcilable = []badCase{
 		reason: "InvalidSpec", message: "spec.config"},
 	{what: "config over 1 MiB in 200 files", change: set("config", bigConfig(200, resources.MaxConfigMapSize/200+16)),
 		reason: "InvalidSpec", message: "spec.config"},
-	{what: "a peer list too long for a ConfigMap", change: func(o map[string]any) {
-		set("shards", int64(64))(o)
-		set("replicas", int64(1000))(o)
-	}, reason: "InvalidSpec", message: "spec.shards"},
 	{what: "config mounted over the topology", change: set("configMountPath", resources.TopologyMountPath),
 		reason: "ApplyFailed", message: "mountPath"},
 	{what: "storage mounted over the topology", change: set("storage", map[string]any{"size": "1Gi", "mountPath": resources.TopologyMountPath}),

@@ -17,7 +17,7 @@ var seedDir = filepath.Join("testdata", "fuzz", "FuzzRenderedChildrenAreAccepted
 var refusedSeeds = map[string]outcome{
 	"refused-by-schema":                  schema,
 	"readwriteoncepod-with-another-mode": schema,
-	"invalid-spec":                       renderer,
+	"more-pods-than-the-peer-list":       schema,
 }
 
 // maxRefusedShare bounds the share of the seed corpus that may be refused.

@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
 	"lin.dev/lin-operator/test/harness"
 )
 
@@ -247,5 +249,40 @@ func TestDefaultsAreAppliedByTheServer(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("spec.%s = %v, want %v", c.field, c.got, c.want)
 		}
+	}
+}
+
+// TestShardsTimesReplicasAreBoundedByThePeerList creates, for names of 40
+// and of 5 characters, an Installation at the most replicas per shard that
+// the peer list can name, and scales it one further, as kubectl scale does:
+// the scale is refused with a message naming spec.replicas and the bound.
+func TestShardsTimesReplicasAreBoundedByThePeerList(t *testing.T) {
+	ns := harness.Namespace(t, testEnv.Client)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		shards int32
+	}{{"l" + strings.Repeat("o", 38) + "g", 64}, {"short", 7}} {
+		most := resources.MaxTopologyReplicas(len(tc.name), tc.shards)
+		inst := harness.NewInstallation(ns, tc.name)
+		inst.Spec.Shards, inst.Spec.Replicas = ptr.To(tc.shards), ptr.To(most)
+		if _, err := linClient.LinV1().Installations(ns).Create(ctx, inst, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%d shards x %d replicas with a name of %d characters refused: %v", tc.shards, most, len(tc.name), err)
+			continue
+		}
+		installations := dynClient.Resource(installationsGVR).Namespace(ns)
+		scale, err := installations.Get(ctx, tc.name, metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(scale.Object, int64(most+1), "spec", "replicas"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = installations.Update(ctx, scale, metav1.UpdateOptions{}, "scale")
+		const want = "are more pods than the peer list (the topology ConfigMap, at most 1 MiB) can name"
+		if err == nil || !strings.Contains(err.Error(), "spec.replicas") || !strings.Contains(err.Error(), want) {
+			t.Errorf("scaling %s to %d: error %v, want one naming spec.replicas and saying %q", tc.name, most+1, err, want)
+		}
+		t.Logf("a name of %d characters: %d shards x %d replicas accepted, %d refused", len(tc.name), tc.shards, most, most+1)
 	}
 }

@@ -26,6 +26,7 @@ import (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the names of its children and pods fit"
+// +kubebuilder:validation:XValidation:rule="self.spec.shards * self.spec.replicas * (4 * size(self.metadata.name) + 311) + self.spec.shards * (2 * size(self.metadata.name) + 100) <= 1040000",message="spec.shards x spec.replicas are more pods than the peer list (the topology ConfigMap, at most 1 MiB) can name; with a name of n characters, shards x replicas x (4n + 311) + shards x (2n + 100) must be at most 1040000 (for 40 characters and 64 shards, 34 replicas)",fieldPath=".spec.replicas"
 type Installation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -58,6 +59,8 @@ type InstallationSpec struct {
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// Replicas is the number of pods in each shard; `kubectl scale` sets it.
+	// shards x replicas is bounded by what the peer list can name (see
+	// docs/operations.md): for a name of 40 characters, 64 x 34 or 8 x 275.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0

@@ -35,6 +35,8 @@ type InstallationSpecApplyConfiguration struct {
 	// ImagePullSecrets name the Secrets used to pull the image, as in a Pod.
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	// Replicas is the number of pods in each shard; `kubectl scale` sets it.
+	// shards x replicas is bounded by what the peer list can name (see
+	// docs/operations.md): for a name of 40 characters, 64 x 34 or 8 x 275.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Shards is the number of shards, each one StatefulSet.
 	Shards *int32 `json:"shards,omitempty"`
