@@ -230,24 +230,37 @@ func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
 
 // mergeService sets the fields the operator renders and keeps the rest of the
 // live spec, which the API server filled (cluster IPs, IP families, traffic
-// policies) and which may not change. A port keeps the node port allocated to it.
+// policies) and which may not change. A field the spec leaves empty keeps
+// what the API server chose (the load balancer class, the node port
+// allocated to a port), or goes back to its default (the external traffic
+// policy).
 func mergeService(desired, live *corev1.Service) *corev1.Service {
 	merged := live.DeepCopy()
 	mergeMeta(&desired.ObjectMeta, &merged.ObjectMeta)
-	merged.Spec.Type = desired.Spec.Type
-	merged.Spec.Selector = desired.Spec.Selector
-	merged.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
-	keepNodePorts := desired.Spec.Type == corev1.ServiceTypeNodePort || desired.Spec.Type == corev1.ServiceTypeLoadBalancer
-	ports := make([]corev1.ServicePort, len(desired.Spec.Ports))
-	for i, p := range desired.Spec.Ports {
+	d, m := &desired.Spec, &merged.Spec
+	m.Type = d.Type
+	m.Selector = d.Selector
+	m.PublishNotReadyAddresses = d.PublishNotReadyAddresses
+	m.LoadBalancerSourceRanges = d.LoadBalancerSourceRanges
+	keepNodePorts := d.Type == corev1.ServiceTypeNodePort || d.Type == corev1.ServiceTypeLoadBalancer
+	m.ExternalTrafficPolicy = d.ExternalTrafficPolicy
+	if m.ExternalTrafficPolicy == "" && keepNodePorts {
+		// The API server's default, which a policy removed from the spec goes back to.
+		m.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if d.LoadBalancerClass != nil {
+		m.LoadBalancerClass = d.LoadBalancerClass
+	}
+	ports := make([]corev1.ServicePort, len(d.Ports))
+	for i, p := range d.Ports {
 		ports[i] = p
 		for _, lp := range live.Spec.Ports {
-			if keepNodePorts && lp.Name == p.Name && lp.Protocol == p.Protocol {
+			if keepNodePorts && p.NodePort == 0 && lp.Name == p.Name && lp.Protocol == p.Protocol {
 				ports[i].NodePort = lp.NodePort
 			}
 		}
 	}
-	merged.Spec.Ports = ports
+	m.Ports = ports
 	return merged
 }
 

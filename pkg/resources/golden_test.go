@@ -124,6 +124,34 @@ var goldenCases = []goldenCase{
 			Annotations: map[string]string{"external-dns.alpha.kubernetes.io/hostname": "demo.example.com"},
 		}
 	}},
+	{name: "service-loadbalancer", mod: func(i *linv1.Installation) {
+		i.Spec.Ports = []linv1.InstallationPort{
+			{Name: "client", ContainerPort: 9000, ServicePort: 80, NodePort: 30080},
+			{Name: "metrics", ContainerPort: 9100},
+		}
+		i.Spec.Service = linv1.ServiceSpec{
+			Type:                     corev1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy:    corev1.ServiceExternalTrafficPolicyLocal,
+			LoadBalancerSourceRanges: []string{"10.0.0.0/8", "192.168.1.0/24"},
+			LoadBalancerClass:        ptr.To("example.com/internal"),
+		}
+	}},
+	{name: "object-metadata", mod: func(i *linv1.Installation) {
+		i.Spec.Shards = ptr.To[int32](2)
+		i.Spec.HeadlessService = &linv1.ObjectLabels{
+			Labels:      map[string]string{"mesh": "off"},
+			Annotations: map[string]string{"service.example.com/peers": "true"},
+		}
+		i.Spec.StatefulSets = &linv1.ObjectLabels{
+			// The operator's shard label wins over the user's.
+			Labels:      map[string]string{"tier": "data", "lin.dev/shard": "user-shard"},
+			Annotations: map[string]string{"owner.example.com/team": "storage"},
+		}
+		i.Spec.Storage = &linv1.StorageSpec{Size: resource.MustParse("5Gi"),
+			Labels:      map[string]string{"backup.example.com/policy": "daily"},
+			Annotations: map[string]string{"backup.example.com/retain": "30d"},
+		}
+	}},
 	{name: "container", mod: func(i *linv1.Installation) {
 		i.Spec.ImagePullPolicy = corev1.PullIfNotPresent
 		i.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}

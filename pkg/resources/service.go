@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 )
@@ -17,51 +18,67 @@ import (
 // while they start.
 func NewHeadlessService(inst *linv1.Installation) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: objectMeta(inst, HeadlessServiceName(inst), Labels(inst)),
+		ObjectMeta: userMeta(inst, HeadlessServiceName(inst), Labels(inst), ptr.Deref(inst.Spec.HeadlessService, linv1.ObjectLabels{})),
 		Spec: corev1.ServiceSpec{
 			Type:                     corev1.ServiceTypeClusterIP,
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
 			Selector:                 SelectorLabels(inst),
-			Ports:                    servicePorts(inst),
+			Ports:                    servicePorts(inst, false),
 		},
 	}
 }
 
-// NewClientService renders the Service that clients connect to, with the type,
-// labels and annotations of spec.service. The operator's own labels win over
-// the user's, so the child stays recognisable.
+// NewClientService renders the Service that clients connect to, with the
+// type, labels, annotations and load balancer settings of spec.service.
 func NewClientService(inst *linv1.Installation) *corev1.Service {
-	labels := mergeMaps(inst.Spec.Service.Labels, Labels(inst))
-	meta := objectMeta(inst, ClientServiceName(inst), labels)
-	meta.Annotations = mergeMaps(inst.Spec.Service.Annotations, nil)
-	recordKeys(&meta, AnnotationSpecLabels, inst.Spec.Service.Labels, Labels(inst))
-	recordKeys(&meta, AnnotationSpecAnnotations, inst.Spec.Service.Annotations, nil)
-	svcType := inst.Spec.Service.Type
+	svc := inst.Spec.Service
+	svcType := svc.Type
 	if svcType == "" {
 		svcType = corev1.ServiceTypeClusterIP
 	}
 	return &corev1.Service{
-		ObjectMeta: meta,
+		ObjectMeta: userMeta(inst, ClientServiceName(inst), Labels(inst),
+			linv1.ObjectLabels{Labels: svc.Labels, Annotations: svc.Annotations}),
 		Spec: corev1.ServiceSpec{
-			Type:     svcType,
-			Selector: SelectorLabels(inst),
-			Ports:    servicePorts(inst),
+			Type:                     svcType,
+			Selector:                 SelectorLabels(inst),
+			Ports:                    servicePorts(inst, true),
+			ExternalTrafficPolicy:    svc.ExternalTrafficPolicy,
+			LoadBalancerSourceRanges: svc.LoadBalancerSourceRanges,
+			LoadBalancerClass:        svc.LoadBalancerClass,
 		},
 	}
 }
 
+// userMeta renders the metadata of a child with the operator's labels own
+// and the user's labels and annotations, recording the user's keys so that
+// those removed from the spec are removed from the child. The operator's own
+// labels win, so the child stays recognisable.
+func userMeta(inst *linv1.Installation, name string, own map[string]string, user linv1.ObjectLabels) metav1.ObjectMeta {
+	meta := objectMeta(inst, name, mergeMaps(user.Labels, own))
+	meta.Annotations = mergeMaps(user.Annotations, nil)
+	recordKeys(&meta, AnnotationSpecLabels, user.Labels, own)
+	recordKeys(&meta, AnnotationSpecAnnotations, user.Annotations, nil)
+	return meta
+}
+
 // servicePorts are the Service ports of spec.ports, each aimed at its
-// container port by name.
-func servicePorts(inst *linv1.Installation) []corev1.ServicePort {
+// container port by name; those of the client Service carry the node ports
+// that spec.ports fixes.
+func servicePorts(inst *linv1.Installation, client bool) []corev1.ServicePort {
 	ports := make([]corev1.ServicePort, 0, len(inst.Spec.Ports))
 	for _, p := range inst.Spec.Ports {
-		ports = append(ports, corev1.ServicePort{
+		sp := corev1.ServicePort{
 			Name:       p.Name,
 			Protocol:   protocol(p),
 			Port:       ServicePort(p),
 			TargetPort: intstr.FromString(p.Name),
-		})
+		}
+		if client {
+			sp.NodePort = p.NodePort
+		}
+		ports = append(ports, sp)
 	}
 	return ports
 }

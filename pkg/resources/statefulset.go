@@ -17,7 +17,7 @@ import (
 // and the peer list stay out of it, so scaling restarts no running pod.
 func NewStatefulSet(inst *linv1.Installation, shard int32) *appsv1.StatefulSet {
 	sts := &appsv1.StatefulSet{
-		ObjectMeta: objectMeta(inst, StatefulSetName(inst, shard), ShardLabels(inst, shard)),
+		ObjectMeta: userMeta(inst, StatefulSetName(inst, shard), ShardLabels(inst, shard), ptr.Deref(inst.Spec.StatefulSets, linv1.ObjectLabels{})),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(DesiredReplicas(inst)),
 			Selector:            &metav1.LabelSelector{MatchLabels: ShardSelectorLabels(inst, shard)},
@@ -87,7 +87,8 @@ func newClaimTemplate(inst *linv1.Installation, shard int32, s *linv1.StorageSpe
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
 	return corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: ShardLabels(inst, shard)},
+		ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: mergeMaps(s.Labels, ShardLabels(inst, shard)),
+			Annotations: mergeMaps(s.Annotations, nil)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      modes,
 			StorageClassName: s.StorageClassName,

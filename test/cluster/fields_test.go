@@ -44,8 +44,20 @@ var fieldEdits = map[string]func(*linv1.Installation){
 	"ports": func(i *linv1.Installation) {
 		i.Spec.Ports = append(i.Spec.Ports, linv1.InstallationPort{Name: "admin", ContainerPort: 9090})
 	},
-	"service.type":     func(i *linv1.Installation) { i.Spec.Service.Type = corev1.ServiceTypeNodePort },
-	"service.labels":   func(i *linv1.Installation) { i.Spec.Service.Labels = map[string]string{"exposure": "internal"} },
+	"service.type":   func(i *linv1.Installation) { i.Spec.Service.Type = corev1.ServiceTypeNodePort },
+	"service.labels": func(i *linv1.Installation) { i.Spec.Service.Labels = map[string]string{"exposure": "internal"} },
+	"service.externalTrafficPolicy": func(i *linv1.Installation) {
+		i.Spec.Service.Type, i.Spec.Service.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
+	},
+	"headlessService.labels": func(i *linv1.Installation) {
+		i.Spec.HeadlessService = &linv1.ObjectLabels{Labels: map[string]string{"mesh": "off"}}
+	},
+	"statefulSets.labels": func(i *linv1.Installation) {
+		i.Spec.StatefulSets = &linv1.ObjectLabels{Labels: map[string]string{"tier": "data"}}
+	},
+	"statefulSets.annotations": func(i *linv1.Installation) {
+		i.Spec.StatefulSets = &linv1.ObjectLabels{Annotations: map[string]string{"owner.example.com/team": "storage"}}
+	},
 	"pod.labels":       func(i *linv1.Installation) { i.Spec.Pod.Labels = map[string]string{"team": "data"} },
 	"pod.annotations":  func(i *linv1.Installation) { i.Spec.Pod.Annotations = map[string]string{"example.com/a": "b"} },
 	"pod.nodeSelector": func(i *linv1.Installation) { i.Spec.Pod.NodeSelector = map[string]string{"kubernetes.io/os": "linux"} },

@@ -286,3 +286,55 @@ func TestShardsTimesReplicasAreBoundedByThePeerList(t *testing.T) {
 		t.Logf("a name of %d characters: %d shards x %d replicas accepted, %d refused", len(tc.name), tc.shards, most, most+1)
 	}
 }
+
+// TestNewFieldsAreExplained asks kubectl explain, as a user would, for the
+// fields a production Installation needs, and checks that each has its doc.
+func TestNewFieldsAreExplained(t *testing.T) {
+	for field, doc := range map[string]string{
+		"spec.service.externalTrafficPolicy":    "keeps the client's source address",
+		"spec.service.loadBalancerSourceRanges": "limit the clients of a LoadBalancer Service",
+		"spec.service.loadBalancerClass":        "It cannot change once set",
+		"spec.ports.nodePort":                   "fixes the node port of the client Service",
+		"spec.headlessService.labels":           "Labels added to the objects",
+		"spec.statefulSets.annotations":         "Annotations added to the objects",
+		"spec.storage.labels":                   "backup tools select claims by label",
+		"spec.storage.annotations":              "Annotations added to every PVC",
+	} {
+		var out []byte
+		// The API server publishes the CRD's OpenAPI a moment after it is established.
+		harness.Eventually(t, timeout, "kubectl explain installations."+field, func(ctx context.Context) (bool, error) {
+			var err error
+			out, err = testEnv.Kubectl(ctx, "explain", "installations."+field)
+			return err == nil, err
+		})
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), " "), doc) {
+			t.Errorf("kubectl explain installations.%s does not say %q:\n%s", field, doc, out)
+		}
+	}
+}
+
+func TestLoadBalancerClassIsImmutable(t *testing.T) {
+	ns := harness.Namespace(t, testEnv.Client)
+	ctx := context.Background()
+	spec := validSpec()
+	spec["service"] = map[string]any{"type": "LoadBalancer", "loadBalancerClass": "example.com/a"}
+	created, err := dynClient.Resource(installationsGVR).Namespace(ns).Create(ctx, installation(ns, "lb", spec), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, change := range []func(o *unstructured.Unstructured){
+		func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "example.com/b", "spec", "service", "loadBalancerClass")
+		},
+		func(o *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(o.Object, "spec", "service", "loadBalancerClass")
+		},
+	} {
+		o := created.DeepCopy()
+		change(o)
+		_, err := dynClient.Resource(installationsGVR).Namespace(ns).Update(ctx, o, metav1.UpdateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "spec.service.loadBalancerClass is immutable") {
+			t.Errorf("update error = %v, want one saying spec.service.loadBalancerClass is immutable", err)
+		}
+	}
+}

@@ -197,9 +197,10 @@ func provideFor(t *testing.T, e *env.Env, ns string) {
 			t.Fatal(err)
 		}
 	}
-	// examples/sharded.yaml claims 4 x 10Gi, storage-delete 1 x 500Mi, and
-	// storage-retain 2 x 10Gi of class fast-ssd, ReadWriteOnce and ReadOnlyMany.
-	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 5, Size: "10Gi"})
+	// examples/sharded.yaml claims 4 x 10Gi, storage-delete 1 x 500Mi,
+	// object-metadata 2 x 5Gi, and storage-retain 2 x 10Gi of class
+	// fast-ssd, ReadWriteOnce and ReadOnlyMany.
+	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 7, Size: "10Gi"})
 	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns + "-ssd", Count: 2, Size: "10Gi", StorageClass: "fast-ssd",
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}})
 }

@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &linv1.InstallationSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("InstallationStatus"):
 		return &linv1.InstallationStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("ObjectLabels"):
+		return &linv1.ObjectLabelsApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("PodSettings"):
 		return &linv1.PodSettingsApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("RolloutSpec"):

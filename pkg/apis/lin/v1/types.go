@@ -43,6 +43,7 @@ type Installation struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || self.storage.mountPath != self.configMountPath",message="spec.storage.mountPath must differ from spec.configMountPath"
+// +kubebuilder:validation:XValidation:rule="self.service.type == 'NodePort' || self.service.type == 'LoadBalancer' || self.ports.all(p, !has(p.nodePort))",message="spec.ports[].nodePort needs spec.service.type NodePort or LoadBalancer"
 type InstallationSpec struct {
 	// Image is the application container image.
 	// +required
@@ -127,6 +128,12 @@ type InstallationSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Service ServiceSpec `json:"service,omitempty"`
+	// HeadlessService adds labels and annotations to the headless Service.
+	// +optional
+	HeadlessService *ObjectLabels `json:"headlessService,omitempty"`
+	// StatefulSets adds labels and annotations to every shard's StatefulSet.
+	// +optional
+	StatefulSets *ObjectLabels `json:"statefulSets,omitempty"`
 	// Pod holds pod-level settings of every pod.
 	// +optional
 	Pod PodSettings `json:"pod,omitempty"`
@@ -191,6 +198,13 @@ type InstallationPort struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	ServicePort int32 `json:"servicePort,omitempty"`
+	// NodePort fixes the node port of the client Service, for spec.service.type
+	// NodePort or LoadBalancer; unset, the API server picks one and the
+	// operator keeps it. It must lie in the cluster's node port range.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	NodePort int32 `json:"nodePort,omitempty"`
 }
 
 // ReclaimPolicy says what happens to a pod's PVC when its shard is removed or
@@ -233,9 +247,21 @@ type StorageSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+	// Labels added to every PVC, beside the operator's own: backup tools
+	// select claims by label.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to every PVC.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // ServiceSpec configures the client Service.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.externalTrafficPolicy) || self.type == 'NodePort' || self.type == 'LoadBalancer'",message="spec.service.externalTrafficPolicy needs spec.service.type NodePort or LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerSourceRanges) || self.type == 'LoadBalancer'",message="spec.service.loadBalancerSourceRanges needs spec.service.type LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerClass) || self.type == 'LoadBalancer'",message="spec.service.loadBalancerClass needs spec.service.type LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="has(self.loadBalancerClass) == has(oldSelf.loadBalancerClass) && (!has(self.loadBalancerClass) || self.loadBalancerClass == oldSelf.loadBalancerClass)",message="spec.service.loadBalancerClass is immutable: a Service's load balancer class cannot change"
 type ServiceSpec struct {
 	// Type of the client Service.
 	// +optional
@@ -248,6 +274,35 @@ type ServiceSpec struct {
 	// Labels added to the client Service.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// ExternalTrafficPolicy of a NodePort or LoadBalancer Service: Local keeps
+	// the client's source address and sends traffic only to pods on the node.
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Local
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+	// LoadBalancerSourceRanges limit the clients of a LoadBalancer Service to
+	// these CIDRs, where the cloud provider supports it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(r, isCIDR(r))",message="spec.service.loadBalancerSourceRanges must be CIDRs, such as 10.0.0.0/8"
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// LoadBalancerClass picks the load balancer implementation of a
+	// LoadBalancer Service. It cannot change once set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	LoadBalancerClass *string `json:"loadBalancerClass,omitempty"`
+}
+
+// ObjectLabels are labels and annotations the operator adds to children of
+// one kind, beside its own; keys removed here are removed from them.
+type ObjectLabels struct {
+	// Labels added to the objects.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to the objects.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // DisruptionSpec configures the PodDisruptionBudget of each shard.

@@ -35,6 +35,10 @@ type InstallationPortApplyConfiguration struct {
 	Protocol *corev1.Protocol `json:"protocol,omitempty"`
 	// ServicePort is the port of both Services; it defaults to containerPort.
 	ServicePort *int32 `json:"servicePort,omitempty"`
+	// NodePort fixes the node port of the client Service, for spec.service.type
+	// NodePort or LoadBalancer; unset, the API server picks one and the
+	// operator keeps it. It must lie in the cluster's node port range.
+	NodePort *int32 `json:"nodePort,omitempty"`
 }
 
 // InstallationPortApplyConfiguration constructs a declarative configuration of the InstallationPort type for use with
@@ -72,5 +76,13 @@ func (b *InstallationPortApplyConfiguration) WithProtocol(value corev1.Protocol)
 // If called multiple times, the ServicePort field is set to the value of the last call.
 func (b *InstallationPortApplyConfiguration) WithServicePort(value int32) *InstallationPortApplyConfiguration {
 	b.ServicePort = &value
+	return b
+}
+
+// WithNodePort sets the NodePort field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodePort field is set to the value of the last call.
+func (b *InstallationPortApplyConfiguration) WithNodePort(value int32) *InstallationPortApplyConfiguration {
+	b.NodePort = &value
 	return b
 }

@@ -64,6 +64,10 @@ type InstallationSpecApplyConfiguration struct {
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Service configures the client Service.
 	Service *ServiceSpecApplyConfiguration `json:"service,omitempty"`
+	// HeadlessService adds labels and annotations to the headless Service.
+	HeadlessService *ObjectLabelsApplyConfiguration `json:"headlessService,omitempty"`
+	// StatefulSets adds labels and annotations to every shard's StatefulSet.
+	StatefulSets *ObjectLabelsApplyConfiguration `json:"statefulSets,omitempty"`
 	// Pod holds pod-level settings of every pod.
 	Pod *PodSettingsApplyConfiguration `json:"pod,omitempty"`
 	// Disruption configures the PodDisruptionBudget of each shard, which
@@ -231,6 +235,22 @@ func (b *InstallationSpecApplyConfiguration) WithStorage(value *StorageSpecApply
 // If called multiple times, the Service field is set to the value of the last call.
 func (b *InstallationSpecApplyConfiguration) WithService(value *ServiceSpecApplyConfiguration) *InstallationSpecApplyConfiguration {
 	b.Service = value
+	return b
+}
+
+// WithHeadlessService sets the HeadlessService field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the HeadlessService field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithHeadlessService(value *ObjectLabelsApplyConfiguration) *InstallationSpecApplyConfiguration {
+	b.HeadlessService = value
+	return b
+}
+
+// WithStatefulSets sets the StatefulSets field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StatefulSets field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithStatefulSets(value *ObjectLabelsApplyConfiguration) *InstallationSpecApplyConfiguration {
+	b.StatefulSets = value
 	return b
 }
 

@@ -33,6 +33,15 @@ type ServiceSpecApplyConfiguration struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Labels added to the client Service.
 	Labels map[string]string `json:"labels,omitempty"`
+	// ExternalTrafficPolicy of a NodePort or LoadBalancer Service: Local keeps
+	// the client's source address and sends traffic only to pods on the node.
+	ExternalTrafficPolicy *corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+	// LoadBalancerSourceRanges limit the clients of a LoadBalancer Service to
+	// these CIDRs, where the cloud provider supports it.
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// LoadBalancerClass picks the load balancer implementation of a
+	// LoadBalancer Service. It cannot change once set.
+	LoadBalancerClass *string `json:"loadBalancerClass,omitempty"`
 }
 
 // ServiceSpecApplyConfiguration constructs a declarative configuration of the ServiceSpec type for use with
@@ -74,5 +83,31 @@ func (b *ServiceSpecApplyConfiguration) WithLabels(entries map[string]string) *S
 	for k, v := range entries {
 		b.Labels[k] = v
 	}
+	return b
+}
+
+// WithExternalTrafficPolicy sets the ExternalTrafficPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ExternalTrafficPolicy field is set to the value of the last call.
+func (b *ServiceSpecApplyConfiguration) WithExternalTrafficPolicy(value corev1.ServiceExternalTrafficPolicy) *ServiceSpecApplyConfiguration {
+	b.ExternalTrafficPolicy = &value
+	return b
+}
+
+// WithLoadBalancerSourceRanges adds the given value to the LoadBalancerSourceRanges field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the LoadBalancerSourceRanges field.
+func (b *ServiceSpecApplyConfiguration) WithLoadBalancerSourceRanges(values ...string) *ServiceSpecApplyConfiguration {
+	for i := range values {
+		b.LoadBalancerSourceRanges = append(b.LoadBalancerSourceRanges, values[i])
+	}
+	return b
+}
+
+// WithLoadBalancerClass sets the LoadBalancerClass field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LoadBalancerClass field is set to the value of the last call.
+func (b *ServiceSpecApplyConfiguration) WithLoadBalancerClass(value string) *ServiceSpecApplyConfiguration {
+	b.LoadBalancerClass = &value
 	return b
 }

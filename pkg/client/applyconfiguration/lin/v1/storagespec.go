@@ -41,6 +41,11 @@ type StorageSpecApplyConfiguration struct {
 	// ReclaimPolicy says whether PVCs are kept (Retain) or deleted (Delete) when
 	// their shard is removed or the Installation deleted.
 	ReclaimPolicy *linv1.ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+	// Labels added to every PVC, beside the operator's own: backup tools
+	// select claims by label.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to every PVC.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // StorageSpecApplyConfiguration constructs a declarative configuration of the StorageSpec type for use with
@@ -88,5 +93,33 @@ func (b *StorageSpecApplyConfiguration) WithMountPath(value string) *StorageSpec
 // If called multiple times, the ReclaimPolicy field is set to the value of the last call.
 func (b *StorageSpecApplyConfiguration) WithReclaimPolicy(value linv1.ReclaimPolicy) *StorageSpecApplyConfiguration {
 	b.ReclaimPolicy = &value
+	return b
+}
+
+// WithLabels puts the entries into the Labels field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Labels field,
+// overwriting an existing map entries in Labels field with the same key.
+func (b *StorageSpecApplyConfiguration) WithLabels(entries map[string]string) *StorageSpecApplyConfiguration {
+	if b.Labels == nil && len(entries) > 0 {
+		b.Labels = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Labels[k] = v
+	}
+	return b
+}
+
+// WithAnnotations puts the entries into the Annotations field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Annotations field,
+// overwriting an existing map entries in Annotations field with the same key.
+func (b *StorageSpecApplyConfiguration) WithAnnotations(entries map[string]string) *StorageSpecApplyConfiguration {
+	if b.Annotations == nil && len(entries) > 0 {
+		b.Annotations = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Annotations[k] = v
+	}
 	return b
 }
