@@ -152,6 +152,31 @@ var goldenCases = []goldenCase{
 			Annotations: map[string]string{"backup.example.com/retain": "30d"},
 		}
 	}},
+	{name: "sidecars", mod: func(i *linv1.Installation) {
+		i.Spec.SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			ReadOnlyRootFilesystem:   ptr.To(true),
+		}
+		i.Spec.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"/usr/bin/app", "leave"}}}}
+		i.Spec.InitContainers = []corev1.Container{
+			{Name: "init-schema", Image: "example.com/migrate:1", Args: []string{"--wait"}},
+			// restartPolicy Always: a sidecar that starts first and stays.
+			{Name: "proxy", Image: "example.com/proxy:2", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
+		}
+		i.Spec.Containers = []corev1.Container{{Name: "exporter", Image: "example.com/exporter:3",
+			Ports:        []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9187}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}}}
+		i.Spec.Volumes = []corev1.Volume{
+			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "demo-tls"}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}
+		i.Spec.VolumeMounts = []corev1.VolumeMount{
+			{Name: "tls", MountPath: "/etc/tls", ReadOnly: true},
+			{Name: "scratch", MountPath: "/tmp"},
+		}
+	}},
 	{name: "container", mod: func(i *linv1.Installation) {
 		i.Spec.ImagePullPolicy = corev1.PullIfNotPresent
 		i.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}

@@ -109,8 +109,9 @@ func newPodTemplate(inst *linv1.Installation, shard int32) corev1.PodTemplateSpe
 			Annotations: annotations,
 		},
 		Spec: corev1.PodSpec{
-			Containers:                    []corev1.Container{newContainer(inst, shard)},
-			Volumes:                       newVolumes(inst),
+			InitContainers:                inst.Spec.InitContainers,
+			Containers:                    append([]corev1.Container{newContainer(inst, shard)}, inst.Spec.Containers...),
+			Volumes:                       append(newVolumes(inst), inst.Spec.Volumes...),
 			ImagePullSecrets:              inst.Spec.ImagePullSecrets,
 			NodeSelector:                  p.NodeSelector,
 			Tolerations:                   p.Tolerations,
@@ -138,6 +139,8 @@ func newContainer(inst *linv1.Installation, shard int32) corev1.Container {
 		ReadinessProbe:  withProbeDefaults(inst.Spec.ReadinessProbe),
 		LivenessProbe:   withProbeDefaults(inst.Spec.LivenessProbe),
 		StartupProbe:    withProbeDefaults(inst.Spec.StartupProbe),
+		Lifecycle:       inst.Spec.Lifecycle,
+		SecurityContext: inst.Spec.SecurityContext,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: ConfigVolume, MountPath: configMountPath(inst), ReadOnly: true},
 			{Name: TopologyVolume, MountPath: TopologyMountPath, ReadOnly: true},
@@ -153,6 +156,7 @@ func newContainer(inst *linv1.Installation, shard int32) corev1.Container {
 		}
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: DataVolume, MountPath: mount})
 	}
+	c.VolumeMounts = append(c.VolumeMounts, inst.Spec.VolumeMounts...)
 	return c
 }
 

@@ -35,6 +35,18 @@ var fieldEdits = map[string]func(*linv1.Installation){
 	"resources": func(i *linv1.Installation) {
 		i.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	},
+	"securityContext": func(i *linv1.Installation) {
+		i.Spec.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}
+	},
+	"lifecycle": func(i *linv1.Installation) {
+		i.Spec.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}}
+	},
+	"containers": func(i *linv1.Installation) {
+		i.Spec.Containers = []corev1.Container{{Name: "exporter", Image: "example.com/exporter:1"}}
+	},
+	"volumes": func(i *linv1.Installation) {
+		i.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	},
 	"readinessProbe": func(i *linv1.Installation) {
 		i.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
 	},

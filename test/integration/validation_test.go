@@ -299,6 +299,12 @@ func TestNewFieldsAreExplained(t *testing.T) {
 		"spec.statefulSets.annotations":         "Annotations added to the objects",
 		"spec.storage.labels":                   "backup tools select claims by label",
 		"spec.storage.annotations":              "Annotations added to every PVC",
+		"spec.securityContext":                  "allowPrivilegeEscalation false and capabilities.drop [ALL] here",
+		"spec.lifecycle":                        "a preStop hook can let a member leave its cluster",
+		"spec.volumeMounts":                     "mount spec.volumes here",
+		"spec.initContainers":                   "one with restartPolicy Always is a sidecar",
+		"spec.containers":                       "a metrics exporter, a backup agent",
+		"spec.volumes":                          "beside the operator's own (config, topology and data)",
 	} {
 		var out []byte
 		// The API server publishes the CRD's OpenAPI a moment after it is established.

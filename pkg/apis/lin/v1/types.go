@@ -94,6 +94,48 @@ type InstallationSpec struct {
 	// Resources are the compute resources of the application container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// SecurityContext of the application container, as in a Container: in a
+	// namespace that enforces Pod Security restricted, set
+	// allowPrivilegeEscalation false and capabilities.drop [ALL] here.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// Lifecycle hooks of the application container, as in a Container: a
+	// preStop hook can let a member leave its cluster before it stops.
+	// +optional
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
+	// VolumeMounts of the application container, beside the operator's
+	// own: mount spec.volumes here.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// InitContainers run in order before the application container, as in a
+	// Pod; one with restartPolicy Always is a sidecar that starts first and
+	// runs beside it.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.name != 'app')",message="spec.initContainers[].name must not be app, the application container's name"
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+	// Containers run beside the application container in every pod (a
+	// metrics exporter, a backup agent). Their names must differ from those
+	// of spec.initContainers: the API server refuses the pods otherwise, and
+	// the Installation reports it as Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.name != 'app')",message="spec.containers[].name must not be app, the application container's name"
+	Containers []corev1.Container `json:"containers,omitempty"`
+	// Volumes added to every pod, beside the operator's own (config,
+	// topology and data), for spec.volumeMounts and the extra containers.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !(v.name in ['config', 'topology', 'data']))",message="spec.volumes[].name must not be config, topology or data: the operator's own volumes have those names"
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// Ports are exposed by the container, the headless Service and the client Service.
 	// Names, and port numbers per protocol, are unique. At least one is needed:

@@ -51,6 +51,28 @@ type InstallationSpecApplyConfiguration struct {
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 	// Resources are the compute resources of the application container.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// SecurityContext of the application container, as in a Container: in a
+	// namespace that enforces Pod Security restricted, set
+	// allowPrivilegeEscalation false and capabilities.drop [ALL] here.
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// Lifecycle hooks of the application container, as in a Container: a
+	// preStop hook can let a member leave its cluster before it stops.
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
+	// VolumeMounts of the application container, beside the operator's
+	// own: mount spec.volumes here.
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// InitContainers run in order before the application container, as in a
+	// Pod; one with restartPolicy Always is a sidecar that starts first and
+	// runs beside it.
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
+	// Containers run beside the application container in every pod (a
+	// metrics exporter, a backup agent). Their names must differ from those
+	// of spec.initContainers: the API server refuses the pods otherwise, and
+	// the Installation reports it as Degraded.
+	Containers []corev1.Container `json:"containers,omitempty"`
+	// Volumes added to every pod, beside the operator's own (config,
+	// topology and data), for spec.volumeMounts and the extra containers.
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
 	// Ports are exposed by the container, the headless Service and the client Service.
 	// Names, and port numbers per protocol, are unique. At least one is needed:
 	// the client Service cannot exist without one.
@@ -184,6 +206,62 @@ func (b *InstallationSpecApplyConfiguration) WithEnvFrom(values ...corev1.EnvFro
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *InstallationSpecApplyConfiguration) WithResources(value corev1.ResourceRequirements) *InstallationSpecApplyConfiguration {
 	b.Resources = &value
+	return b
+}
+
+// WithSecurityContext sets the SecurityContext field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecurityContext field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithSecurityContext(value corev1.SecurityContext) *InstallationSpecApplyConfiguration {
+	b.SecurityContext = &value
+	return b
+}
+
+// WithLifecycle sets the Lifecycle field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Lifecycle field is set to the value of the last call.
+func (b *InstallationSpecApplyConfiguration) WithLifecycle(value corev1.Lifecycle) *InstallationSpecApplyConfiguration {
+	b.Lifecycle = &value
+	return b
+}
+
+// WithVolumeMounts adds the given value to the VolumeMounts field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the VolumeMounts field.
+func (b *InstallationSpecApplyConfiguration) WithVolumeMounts(values ...corev1.VolumeMount) *InstallationSpecApplyConfiguration {
+	for i := range values {
+		b.VolumeMounts = append(b.VolumeMounts, values[i])
+	}
+	return b
+}
+
+// WithInitContainers adds the given value to the InitContainers field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the InitContainers field.
+func (b *InstallationSpecApplyConfiguration) WithInitContainers(values ...corev1.Container) *InstallationSpecApplyConfiguration {
+	for i := range values {
+		b.InitContainers = append(b.InitContainers, values[i])
+	}
+	return b
+}
+
+// WithContainers adds the given value to the Containers field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Containers field.
+func (b *InstallationSpecApplyConfiguration) WithContainers(values ...corev1.Container) *InstallationSpecApplyConfiguration {
+	for i := range values {
+		b.Containers = append(b.Containers, values[i])
+	}
+	return b
+}
+
+// WithVolumes adds the given value to the Volumes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Volumes field.
+func (b *InstallationSpecApplyConfiguration) WithVolumes(values ...corev1.Volume) *InstallationSpecApplyConfiguration {
+	for i := range values {
+		b.Volumes = append(b.Volumes, values[i])
+	}
 	return b
 }
 
