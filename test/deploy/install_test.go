@@ -47,14 +47,14 @@ func install(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
 		ctx := context.Background()
-		if _, installErr = testEnv.Kubectl(ctx, "apply", "-k", filepath.Join(repoRoot, "deploy")); installErr != nil {
+		if _, installErr = testEnv.Kubectl(ctx, "apply", "--server-side", "-k", filepath.Join(repoRoot, "deploy")); installErr != nil {
 			return
 		}
 		_, installErr = testEnv.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=2m",
 			"customresourcedefinition/installations.lin.dev")
 	})
 	if installErr != nil {
-		t.Fatalf("kubectl apply -k deploy/: %v", installErr)
+		t.Fatalf("kubectl apply --server-side -k deploy/: %v", installErr)
 	}
 }
 
@@ -175,7 +175,7 @@ func TestApplyInstallsEverythingAndThePodsPassRestricted(t *testing.T) {
 	}
 
 	// Applying again, as an upgrade does, changes nothing.
-	if _, err := testEnv.Kubectl(ctx, "apply", "-k", filepath.Join(repoRoot, "deploy")); err != nil {
+	if _, err := testEnv.Kubectl(ctx, "apply", "--server-side", "-k", filepath.Join(repoRoot, "deploy")); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := testEnv.Kubectl(ctx, "diff", "-k", filepath.Join(repoRoot, "deploy")); err != nil {
@@ -225,7 +225,7 @@ func namespacedInstall(t *testing.T, namespace string) []*unstructured.Unstructu
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testEnv.Kubectl(t.Context(), "apply", "-k", overlay); err != nil {
+	if _, err := testEnv.Kubectl(t.Context(), "apply", "--server-side", "-k", overlay); err != nil {
 		t.Fatal(err)
 	}
 	waitDeploymentAvailable(t, namespace)
