@@ -175,7 +175,8 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 }
 
 // applyStatefulSet applies one shard's StatefulSet, recreating it when a field
-// that cannot change in place must change; it reports whether it did. A
+// that cannot change in place must change (after raising the claims' storage
+// requests, when that field is the storage size); it reports whether it did. A
 // StatefulSet on its way out is left to go: the next sync creates it anew.
 func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
 	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
@@ -184,6 +185,12 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 			return false, nil
 		}
 		if immutableChanged(desired, live) {
+			if onlyClaimsGrow(desired, live) {
+				// Claims first: a refusal leaves the StatefulSet as it is.
+				if err := c.growClaims(ctx, inst, desired, live); err != nil {
+					return false, err
+				}
+			}
 			err := c.recreateStatefulSet(ctx, inst, desired, live)
 			return err == nil, err
 		}

@@ -178,7 +178,9 @@ func TestDisruptionAcceptsNumbersAndPercentages(t *testing.T) {
 	}
 }
 
-func TestStorageIsImmutable(t *testing.T) {
+// TestStorageChangesOnlyInSizeAndReclaimPolicy edits storage after
+// creation: it may grow and change its reclaim policy, nothing else.
+func TestStorageChangesOnlyInSizeAndReclaimPolicy(t *testing.T) {
 	ns := harness.Namespace(t, testEnv.Client)
 	ctx := context.Background()
 	withStorage := validSpec()
@@ -189,9 +191,24 @@ func TestStorageIsImmutable(t *testing.T) {
 		change   func(obj *unstructured.Unstructured)
 		wantText string
 	}{
-		{"size changed", withStorage, func(o *unstructured.Unstructured) {
+		{"size shrunk", withStorage, func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "512Mi", "spec", "storage", "size")
+		}, "spec.storage.size may grow, never shrink"},
+		{"class changed", withStorage, func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "other", "spec", "storage", "storageClassName")
+		}, "spec.storage is immutable after creation but for size"},
+		{"mount path changed", withStorage, func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "/elsewhere", "spec", "storage", "mountPath")
+		}, "spec.storage is immutable after creation but for size"},
+		{"claim labels added", withStorage, func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringMap(o.Object, map[string]string{"a": "b"}, "spec", "storage", "labels")
+		}, "spec.storage is immutable after creation but for size"},
+		{"size grown", withStorage, func(o *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(o.Object, "2Gi", "spec", "storage", "size")
-		}, "spec.storage is immutable after creation"},
+		}, ""},
+		{"reclaim policy changed", withStorage, func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "Delete", "spec", "storage", "reclaimPolicy")
+		}, ""},
 		{"storage removed", withStorage, func(o *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(o.Object, "spec", "storage")
 		}, "spec.storage cannot be added or removed after creation"},
@@ -207,7 +224,10 @@ func TestStorageIsImmutable(t *testing.T) {
 			}
 			tc.change(created)
 			_, err = dynClient.Resource(installationsGVR).Namespace(ns).Update(ctx, created, metav1.UpdateOptions{})
-			if err == nil || !strings.Contains(err.Error(), tc.wantText) {
+			switch {
+			case tc.wantText == "" && err != nil:
+				t.Errorf("update refused: %v", err)
+			case tc.wantText != "" && (err == nil || !strings.Contains(err.Error(), tc.wantText)):
 				t.Errorf("update error = %v, want one saying %q", err, tc.wantText)
 			}
 		})

@@ -162,9 +162,13 @@ type InstallationSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	ConfigMountPath string `json:"configMountPath,omitempty"`
 
-	// Storage gives every pod a PersistentVolumeClaim. Immutable after creation.
+	// Storage gives every pod a PersistentVolumeClaim. After creation, size
+	// may grow (the operator raises every claim's request, where the
+	// StorageClass allows expansion) and reclaimPolicy may change; the rest
+	// is immutable.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.storage is immutable after creation"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow, never shrink"
+	// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName) && self.accessModes == oldSelf.accessModes && self.mountPath == oldSelf.mountPath && has(self.labels) == has(oldSelf.labels) && (!has(self.labels) || self.labels == oldSelf.labels) && has(self.annotations) == has(oldSelf.annotations) && (!has(self.annotations) || self.annotations == oldSelf.annotations)",message="spec.storage is immutable after creation but for size, which may grow, and reclaimPolicy"
 	Storage *StorageSpec `json:"storage,omitempty"`
 	// Service configures the client Service.
 	// +optional

@@ -82,7 +82,10 @@ type InstallationSpecApplyConfiguration struct {
 	Config map[string]string `json:"config,omitempty"`
 	// ConfigMountPath is the folder where the config files are mounted.
 	ConfigMountPath *string `json:"configMountPath,omitempty"`
-	// Storage gives every pod a PersistentVolumeClaim. Immutable after creation.
+	// Storage gives every pod a PersistentVolumeClaim. After creation, size
+	// may grow (the operator raises every claim's request, where the
+	// StorageClass allows expansion) and reclaimPolicy may change; the rest
+	// is immutable.
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
 	// Service configures the client Service.
 	Service *ServiceSpecApplyConfiguration `json:"service,omitempty"`
