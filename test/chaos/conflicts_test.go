@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,8 +83,7 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	if d := tracker.deletions(); len(d) > 0 {
 		t.Errorf("deleted: %v", d)
 	}
-	data, _ := os.ReadFile(op.log)
-	t.Logf("the operator met %d conflicts of its own writes", strings.Count(string(data), "the object has been modified"))
+	t.Logf("the operator met %d conflicts of its own writes", strings.Count(op.Log(t), "the object has been modified"))
 }
 
 // runWriters runs the five writers of TestConcurrentWritersLoseNoUpdate for

@@ -97,7 +97,7 @@ func TestOperatorKilledDuringReconcilesLosesNothing(t *testing.T) {
 		delay := time.Duration(rng.Int64N(int64(3 * time.Second)))
 		time.Sleep(delay)
 		behind := unobserved(t, ns)
-		op.kill(t)
+		op.Kill(t)
 		if behind > 0 {
 			midReconcile++
 		}

@@ -49,16 +49,16 @@ func assertFollower(t *testing.T, p *operatorProcess, lease string) {
 		t.Fatal(err)
 	}
 	if m.sum("leader_election_master_status", map[string]string{"name": lease}) != 0 {
-		t.Errorf("operator %s leads, want it to follow", p.name)
+		t.Errorf("operator %s leads, want it to follow", p.Name)
 	}
 	if n := m.sum(metrics.Prefix+"reconcile_total", nil); n != 0 {
-		t.Errorf("follower %s reconciled %g times, want none", p.name, n)
+		t.Errorf("follower %s reconciled %g times, want none", p.Name, n)
 	}
 	if n := m.writes(); n != 0 {
-		t.Errorf("follower %s sent %g requests that are not reads, want none", p.name, n)
+		t.Errorf("follower %s sent %g requests that are not reads, want none", p.Name, n)
 	}
 	if n := m.sum(metrics.Prefix+"installations", nil); n == 0 {
-		t.Errorf("follower %s has no Installation in its caches, want them warm", p.name)
+		t.Errorf("follower %s has no Installation in its caches, want them warm", p.Name)
 	}
 }
 
@@ -80,7 +80,7 @@ func TestOnlyTheLeaderWritesAndAFollowerTakesOverAfterSIGKILLAndSIGTERM(t *testi
 	}
 
 	killed := time.Now()
-	a.signal(t, syscall.SIGKILL)
+	a.Signal(t, syscall.SIGKILL)
 	b.waitLeading(t, lease, 2*leaseDuration)
 	afterKill := time.Since(killed)
 	createInstallation(t, ns, "second", nil)
@@ -90,10 +90,10 @@ func TestOnlyTheLeaderWritesAndAFollowerTakesOverAfterSIGKILLAndSIGTERM(t *testi
 	c.waitReady(t)
 	assertFollower(t, c, lease)
 	terminated := time.Now()
-	b.signal(t, syscall.SIGTERM)
+	b.Signal(t, syscall.SIGTERM)
 	c.waitLeading(t, lease, leaseDuration)
 	afterTerm := time.Since(terminated)
-	if code := b.wait(t, 30*time.Second); code != 0 {
+	if code := b.Wait(t, 30*time.Second); code != 0 {
 		t.Errorf("operator b exited %d after SIGTERM, want 0", code)
 	}
 	createInstallation(t, ns, "third", nil)
@@ -124,10 +124,10 @@ func TestLeaderThatLosesItsLeaseExitsNonZero(t *testing.T) {
 		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 		return err == nil, err
 	})
-	if code := op.wait(t, timeout); code == 0 {
+	if code := op.Wait(t, timeout); code == 0 {
 		t.Errorf("the operator exited 0 after losing its Lease, want non-zero")
 	}
-	if log := op.log(t); !strings.Contains(log, "lost the leader election Lease") {
-		t.Errorf("the operator's log does not say it lost the Lease:\n%s", op.logTail(20))
+	if log := op.Log(t); !strings.Contains(log, "lost the leader election Lease") {
+		t.Errorf("the operator's log does not say it lost the Lease:\n%s", op.LogTail(20))
 	}
 }

@@ -2,17 +2,13 @@ package deploy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,18 +24,12 @@ import (
 	"lin.dev/lin-operator/test/harness"
 )
 
-// operatorProcess is the operator binary running as a child of the test.
+// operatorProcess is the operator binary running as a child of the test,
+// with its HTTP endpoints on loopback ports of its own.
 type operatorProcess struct {
-	// name tells the processes of a test apart in its log.
-	name string
-	cmd  *exec.Cmd
-	// logPath receives the operator's output.
-	logPath string
+	*harness.Process
 	// metricsURL and healthURL are the endpoints' base URLs.
 	metricsURL, healthURL string
-	// done is closed when the process has exited; err is then its exit error.
-	done chan struct{}
-	err  error
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -64,97 +54,15 @@ func startOperator(t *testing.T, name, kubeconfig string, args ...string) *opera
 	healthAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	args = append(args, "--kubeconfig="+kubeconfig,
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
-	p := &operatorProcess{
-		name:       name,
-		logPath:    filepath.Join(t.TempDir(), name+".log"),
-		metricsURL: "http://" + metricsAddr,
-		healthURL:  "http://" + healthAddr,
-		done:       make(chan struct{}),
-	}
-	logFile, err := os.Create(p.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	p.cmd = exec.Command(operatorBinary, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting operator %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Logf("operator %s (pid %d): %s", name, p.cmd.Process.Pid, strings.Join(args, " "))
+	p := &operatorProcess{Process: harness.StartProcess(t, name, operatorBinary, args...),
+		metricsURL: "http://" + metricsAddr, healthURL: "http://" + healthAddr}
+	t.Logf("operator %s (pid %d): %s", name, p.Pid(), strings.Join(args, " "))
 	t.Cleanup(func() {
-		p.stop(t)
 		if t.Failed() {
-			t.Logf("operator %s log:\n%s", name, p.logTail(60))
+			t.Logf("operator %s log:\n%s", name, p.LogTail(60))
 		}
 	})
 	return p
-}
-
-// signal sends sig to the operator.
-func (p *operatorProcess) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signalling operator %s: %v", p.name, err)
-	}
-}
-
-// wait waits up to timeout for the operator to exit and returns its exit
-// code, or fails the test.
-func (p *operatorProcess) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("operator %s did not exit within %s", p.name, timeout)
-	}
-	var exit *exec.ExitError
-	if errors.As(p.err, &exit) {
-		return exit.ExitCode()
-	}
-	if p.err != nil {
-		t.Fatalf("operator %s: %v", p.name, p.err)
-	}
-	return 0
-}
-
-// stop sends SIGTERM, and SIGKILL to what is left after 30 seconds.
-func (p *operatorProcess) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Errorf("operator %s did not stop within 30s of SIGTERM", p.name)
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// log returns the operator's output so far.
-func (p *operatorProcess) log(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
-// logTail returns the last n lines of the operator's output.
-func (p *operatorProcess) logTail(n int) string {
-	data, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // get returns the status and body of a GET of url.
@@ -175,11 +83,9 @@ func get(ctx context.Context, url string) (int, string, error) {
 // waitReady waits until the operator answers /readyz with 200.
 func (p *operatorProcess) waitReady(t *testing.T) {
 	t.Helper()
-	harness.Eventually(t, time.Minute, "operator "+p.name+" to be ready", func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("operator %s exited: %v\n%s", p.name, p.err, p.logTail(20))
-		default:
+	harness.Eventually(t, time.Minute, "operator "+p.Name+" to be ready", func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("operator %s exited: %v\n%s", p.Name, p.Err(), p.LogTail(20))
 		}
 		code, body, err := get(ctx, p.healthURL+"/readyz")
 		if err == nil && code != http.StatusOK {
@@ -196,7 +102,7 @@ func (p *operatorProcess) metrics(ctx context.Context) (metricFamilies, error) {
 		return nil, err
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("/metrics of %s: %d %s", p.name, code, body)
+		return nil, fmt.Errorf("/metrics of %s: %d %s", p.Name, code, body)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(strings.NewReader(body))
@@ -263,11 +169,9 @@ func (p *operatorProcess) leading(ctx context.Context, lease string) (bool, erro
 func (p *operatorProcess) waitLeading(t *testing.T, lease string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	harness.Eventually(t, timeout, "operator "+p.name+" to lead", func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("operator %s exited: %v", p.name, p.err)
-		default:
+	harness.Eventually(t, timeout, "operator "+p.Name+" to lead", func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("operator %s exited: %v", p.Name, p.Err())
 		}
 		return p.leading(ctx, lease)
 	})

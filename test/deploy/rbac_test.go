@@ -147,9 +147,9 @@ func managedChildren(ctx context.Context, ns string) (int, error) {
 // request that RBAC refused to its ServiceAccount.
 func assertNothingForbidden(t *testing.T, p *operatorProcess) {
 	t.Helper()
-	for _, line := range strings.Split(p.log(t), "\n") {
+	for _, line := range strings.Split(p.Log(t), "\n") {
 		if strings.Contains(line, `is forbidden: User "system:serviceaccount:`) {
-			t.Errorf("operator %s was refused a request: %s", p.name, line)
+			t.Errorf("operator %s was refused a request: %s", p.Name, line)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestOperatorsWithDisjointSelectorsEachReconcileOnlyTheirOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := m.sum(metrics.Prefix+"installations", nil); n != 1 {
-			t.Errorf("operator %s sees %g Installations, want its 1", p.name, n)
+			t.Errorf("operator %s sees %g Installations, want its 1", p.Name, n)
 		}
 	}
 	none, err := linClient.LinV1().Installations(ns).Get(t.Context(), "of-none", metav1.GetOptions{})
@@ -41,9 +41,9 @@ func TestOperatorsWithDisjointSelectorsEachReconcileOnlyTheirOwn(t *testing.T) {
 
 	// With a gone, drift in a's Installation stays and drift in b's is
 	// repaired: b never acts on what is not its own.
-	a.signal(t, syscall.SIGTERM)
-	if code := a.wait(t, 30*time.Second); code != 0 {
-		t.Errorf("operator %s exited %d after SIGTERM, want 0", a.name, code)
+	a.Signal(t, syscall.SIGTERM)
+	if code := a.Wait(t, 30*time.Second); code != 0 {
+		t.Errorf("operator %s exited %d after SIGTERM, want 0", a.Name, code)
 	}
 	configMaps := testEnv.Client.CoreV1().ConfigMaps(ns)
 	for _, name := range []string{"of-a-config", "of-b-config"} {

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,10 +67,14 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 		}
 	}
 
-	p := startBinary(t, old.binary, "--kubeconfig", e.KubeconfigPath, "--namespace", ns,
+	p := harness.StartProcess(t, "base-operator", old.binary, "--kubeconfig", e.KubeconfigPath, "--namespace", ns,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
 	waitSettled(t, lc, ns, corpus)
-	p.stop(t)
+	// SIGTERM, as a Deployment rollout sends: it drains its queue and exits.
+	p.Stop(t)
+	if t.Failed() {
+		t.FailNow()
+	}
 	pods, revisions := podUIDs(t, e, ns), updateRevisions(t, e, ns)
 	t.Logf("the base release %s converged %d Installations: %d pods, %d StatefulSets",
 		old.commit[:12], len(corpus), len(pods), len(revisions))
@@ -333,51 +336,5 @@ func checkStillValid(t *testing.T, lc versioned.Interface, e *env.Env, ns string
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("the current CRD refuses the stored Installation %s: %v", stored.Name, err)
 		}
-	}
-}
-
-// binary is an operator binary running as a process of its own.
-type binary struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-// startBinary runs path with args, logging to a file of the test, and kills
-// it when the test binary dies.
-func startBinary(t *testing.T, path string, args ...string) *binary {
-	t.Helper()
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "operator.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	b := &binary{cmd: cmd, log: logFile.Name(), done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(b.done)
-	}()
-	t.Cleanup(func() { b.stop(t) })
-	return b
-}
-
-// stop sends SIGTERM, as a Deployment rollout does, and waits for the
-// operator to drain its queue and exit.
-func (b *binary) stop(t *testing.T) {
-	t.Helper()
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(30 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.done
-		out, _ := os.ReadFile(b.log)
-		t.Fatalf("the base release's operator did not exit within 30s of SIGTERM; its log:\n%s", out)
 	}
 }
