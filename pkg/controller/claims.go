@@ -3,13 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
 )
 
 // onlyClaimsGrow reports whether desired differs from live, among the fields
@@ -47,17 +48,20 @@ func (c *Controller) growClaims(ctx context.Context, inst *linv1.Installation, d
 	if err != nil {
 		return writeError("listing", "PersistentVolumeClaims of StatefulSet", desired.Name, err)
 	}
+	// The StatefulSet names its claims data-<StatefulSet>-<ordinal>; others
+	// with the same labels are not its own.
+	prefix := resources.DataVolume + "-" + live.Name + "-"
 	var errs []error
 	for _, claim := range claims.Items {
 		have := claim.Spec.Resources.Requests[corev1.ResourceStorage]
-		if have.Cmp(want) >= 0 || claim.DeletionTimestamp != nil {
+		if !strings.HasPrefix(claim.Name, prefix) || have.Cmp(want) >= 0 || claim.DeletionTimestamp != nil {
 			continue
 		}
 		grown := claim.DeepCopy()
-		grown.Spec.Resources.Requests[corev1.ResourceStorage] = want
-		if equality.Semantic.DeepEqual(grown, &claim) {
-			continue
+		if grown.Spec.Resources.Requests == nil {
+			grown.Spec.Resources.Requests = corev1.ResourceList{}
 		}
+		grown.Spec.Resources.Requests[corev1.ResourceStorage] = want
 		if _, err := c.kubeClient.CoreV1().PersistentVolumeClaims(inst.Namespace).Update(ctx, grown,
 			metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			errs = append(errs, writeError("resizing", "PersistentVolumeClaim", claim.Name, err))

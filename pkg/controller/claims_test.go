@@ -35,6 +35,10 @@ func grownFixture(t *testing.T) (*fixture, *linv1.Installation) {
 				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		})
 	}
+	// A claim of the same labels that the StatefulSet did not make, with no
+	// request at all, is left alone (and does not crash the sync).
+	f.uncached = append(f.uncached, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: "ns", Labels: resources.ShardLabels(inst, 0)}})
 	inst.Spec.Storage.Size = resource.MustParse("2Gi")
 	inst.Generation = 2
 	return f, inst
