@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/resources"
@@ -31,6 +32,9 @@ type child[T metav1.Object] struct {
 	// what others added and what the API server defaulted. apply writes only
 	// when the copy differs from live.
 	merge func(desired, live T) T
+	// delete deletes through the clientset; nil for the kinds the operator
+	// leaves to garbage collection (ConfigMaps, Services).
+	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
 // apply makes the live child match desired: it creates a missing child,
@@ -279,6 +283,9 @@ func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
 			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeStatefulSet,
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.kubeClient.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
+		},
 	}
 }
 
@@ -326,12 +333,12 @@ func immutableChanged(desired, live *appsv1.StatefulSet) bool {
 // adopts them: no pod is stopped and no data is lost. It does so only for a
 // StatefulSet rendered from another spec; one rendered from this spec that
 // still differs is reported, never deleted again, so this cannot loop.
-func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Installation, desired, live *appsv1.StatefulSet) error {
+func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired, live *appsv1.StatefulSet) error {
 	if sameRendering(desired, live) {
 		return &syncError{reason: ReasonApplyFailed, permanent: true,
 			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
 	}
-	if err := deleteChild(ctx, c, live, c.statefulSetDeleter(metav1.DeletePropagationOrphan)); err != nil {
+	if err := deleteChild(ctx, c, c.statefulSetChild(l), live, ptr.To(metav1.DeletePropagationOrphan)); err != nil {
 		return err
 	}
 	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
@@ -356,6 +363,9 @@ func (c *Controller) budgetChild(l *listers) child[*policyv1.PodDisruptionBudget
 			return c.kubeClient.PolicyV1().PodDisruptionBudgets(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeBudget,
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.kubeClient.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, name, opts)
+		},
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -191,7 +190,7 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 					return false, err
 				}
 			}
-			err := c.recreateStatefulSet(ctx, inst, desired, live)
+			err := c.recreateStatefulSet(ctx, inst, l, desired, live)
 			return err == nil, err
 		}
 	}
@@ -204,7 +203,7 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 // storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
 func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return shard < resources.Shards(inst) }
-	return deleteRemoved(ctx, c, inst, l.setsByOwner, keep, c.statefulSetDeleter(metav1.DeletePropagationBackground))
+	return deleteRemoved(ctx, c, inst, l.setsByOwner, keep, c.statefulSetChild(l), ptr.To(metav1.DeletePropagationBackground))
 }
 
 // deleteRemovedBudgets deletes the PodDisruptionBudgets that inst controls
@@ -212,17 +211,14 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 // is false.
 func (c *Controller) deleteRemovedBudgets(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return resources.DisruptionBudgets(inst) && shard < resources.Shards(inst) }
-	return deleteRemoved(ctx, c, inst, l.budgetsByOwner, keep, deleter[*policyv1.PodDisruptionBudget]{
-		kind: "PodDisruptionBudget",
-		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return c.kubeClient.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, name, opts)
-		},
-	})
+	return deleteRemoved(ctx, c, inst, l.budgetsByOwner, keep, c.budgetChild(l), nil)
 }
 
 // deleteRemoved deletes, with an event each, the children of index that inst
-// controls and whose shard keep no longer keeps, except those already going.
-func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, index cache.Indexer, keep func(shard int32) bool, d deleter[T]) error {
+// controls and whose shard keep no longer keeps, except those already going;
+// propagation, when set, says what becomes of their dependents.
+func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, index cache.Indexer,
+	keep func(shard int32) bool, k child[T], propagation *metav1.DeletionPropagation) error {
 	objs, err := removed[T](index, inst, keep)
 	if err != nil {
 		return err
@@ -232,11 +228,11 @@ func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *li
 		if c.leaving(o) {
 			continue
 		}
-		if err := deleteChild(ctx, c, o, d); err != nil {
+		if err := deleteChild(ctx, c, k, o, propagation); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted %s %s, which the spec no longer has", d.kind, o.GetName())
+		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted %s %s, which the spec no longer has", k.kind, o.GetName())
 	}
 	return errors.Join(errs...)
 }
@@ -269,39 +265,19 @@ func (c *Controller) leaving(o metav1.Object) bool {
 	return o.GetDeletionTimestamp() != nil || c.deletions.pending(o.GetUID())
 }
 
-// deleter deletes one kind of child through the clientset.
-type deleter[T metav1.Object] struct {
-	kind   string
-	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-	// propagation, when set, says what becomes of the child's dependents.
-	propagation metav1.DeletionPropagation
-}
-
-// statefulSetDeleter deletes StatefulSets, their pods following propagation.
-func (c *Controller) statefulSetDeleter(propagation metav1.DeletionPropagation) deleter[*appsv1.StatefulSet] {
-	return deleter[*appsv1.StatefulSet]{
-		kind: "StatefulSet",
-		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
-			return c.kubeClient.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
-		},
-		propagation: propagation,
-	}
-}
-
 // deleteChild deletes o, if it is still the object the cache holds, and
 // remembers the deletion until the cache sees it.
-func deleteChild[T metav1.Object](ctx context.Context, c *Controller, o T, d deleter[T]) error {
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(o.GetUID())}}
-	if d.propagation != "" {
-		opts.PropagationPolicy = &d.propagation
-	}
-	err := d.delete(ctx, o.GetNamespace(), o.GetName(), opts)
+func deleteChild[T metav1.Object](ctx context.Context, c *Controller, k child[T], o T, propagation *metav1.DeletionPropagation) error {
+	err := k.delete(ctx, o.GetNamespace(), o.GetName(), metav1.DeleteOptions{
+		PropagationPolicy: propagation,
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(o.GetUID())},
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		// Gone already: its delete event is on the way, or was seen.
 		return nil
 	case err != nil:
-		return writeError("deleting", d.kind, o.GetName(), err)
+		return writeError("deleting", k.kind, o.GetName(), err)
 	}
 	c.deletions.expect(o.GetUID())
 	return nil
