@@ -43,9 +43,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	out := c.reconcile(ctx, inst, l)
+	// One look at the shards serves the rollout plan and the status; a
+	// change the cache learns of during the sync queues it again.
+	live := c.liveShards(inst, l)
+	out := c.reconcile(ctx, inst, l, live)
 	now := metav1.Now()
-	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, now)
+	status := computeStatus(inst, live, out, c.clusterDomain, now)
 	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
 		// Nothing may happen until the deadline passes; look again then.
 		c.queue.AddAfter(key, left)
@@ -72,7 +75,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // live ones match, then removes the StatefulSets of shards that are gone. It
 // goes on past a failed child, so that one conflict does not hold the others
 // back, and writes nothing for a spec that cannot be rendered whole.
-func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers) outcome {
+func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) outcome {
 	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {
 		return newOutcome(nil, err)
@@ -82,8 +85,8 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		return out
 	}
 	// The shards that must wait for their turn in a rollout are written with
-	// the pod template they have; status still compares with desired.
-	live := c.liveShards(inst, l)
+	// the pod template they have (live, by shard); status still compares
+	// with desired.
 	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
 	out.rolling = plan.rolling
 	written := *desired
