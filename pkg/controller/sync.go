@@ -91,7 +91,7 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	out.rolling = plan.rolling
 	written := *desired
 	written.StatefulSets = heldBack(desired.StatefulSets, live, plan)
-	if err := c.preflight(ctx, inst, l, &written); err != nil {
+	if err := c.preflight(ctx, inst, l, &written, live); err != nil {
 		out.err = err
 		out.reason, out.permanent = classify(err)
 		return out
@@ -105,8 +105,8 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
 		errs = append(errs, err)
 	}
-	for _, sts := range written.StatefulSets {
-		recreated, err := c.applyStatefulSet(ctx, inst, l, sts)
+	for i, sts := range written.StatefulSets {
+		recreated, err := c.applyStatefulSet(ctx, inst, l, sts, live[i])
 		if recreated {
 			out.recreated = append(out.recreated, sts.Name)
 		}
@@ -142,8 +142,8 @@ func heldBack(desired, live []*appsv1.StatefulSet, plan rolloutPlan) []*appsv1.S
 // children the API server refuses (a pod label that is no label, say) leaves
 // no child half-made. Any other failure of a trial is left for the real
 // write to meet and report. A lone write needs no trial: it is all or nothing
-// by itself.
-func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children) error {
+// by itself. live holds the cached StatefulSet of each shard (nil where none).
+func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children, live []*appsv1.StatefulSet) error {
 	var trials []func() error
 	for _, cm := range desired.ConfigMaps {
 		trials = append(trials, trial(ctx, c, inst, c.configMapChild(l), cm))
@@ -151,9 +151,8 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 	for _, svc := range desired.Services {
 		trials = append(trials, trial(ctx, c, inst, c.serviceChild(l), svc))
 	}
-	for _, sts := range desired.StatefulSets {
-		live, err := l.statefulSets.StatefulSets(sts.Namespace).Get(sts.Name)
-		if err == nil && metav1.IsControlledBy(live, inst) && (c.leaving(live) || immutableChanged(sts, live)) {
+	for i, sts := range desired.StatefulSets {
+		if cur := live[i]; cur != nil && (c.leaving(cur) || immutableChanged(sts, cur)) {
 			// applyStatefulSet waits for it or recreates it; nothing to try.
 			continue
 		}
@@ -180,9 +179,9 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 // that cannot change in place must change (after raising the claims' storage
 // requests, when that field is the storage size); it reports whether it did. A
 // StatefulSet on its way out is left to go: the next sync creates it anew.
-func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
-	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
-	if err == nil && metav1.IsControlledBy(live, inst) {
+// live is the shard's cached StatefulSet that inst controls, nil for none.
+func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired, live *appsv1.StatefulSet) (bool, error) {
+	if live != nil {
 		if c.leaving(live) {
 			return false, nil
 		}
@@ -197,7 +196,7 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 			return err == nil, err
 		}
 	}
-	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
+	_, err := apply(ctx, c, inst, c.statefulSetChild(l), desired)
 	return false, err
 }
 
