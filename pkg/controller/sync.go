@@ -43,12 +43,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	// One look at the shards serves the rollout plan and the status; a
-	// change the cache learns of during the sync queues it again.
-	live := c.liveShards(inst, l)
-	out := c.reconcile(ctx, inst, l, live)
+	out := c.reconcile(ctx, inst, l)
 	now := metav1.Now()
-	status := computeStatus(inst, live, out, c.clusterDomain, now)
+	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, now)
 	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
 		// Nothing may happen until the deadline passes; look again then.
 		c.queue.AddAfter(key, left)
@@ -75,7 +72,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // live ones match, then removes the StatefulSets of shards that are gone. It
 // goes on past a failed child, so that one conflict does not hold the others
 // back, and writes nothing for a spec that cannot be rendered whole.
-func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) outcome {
+func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers) outcome {
 	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {
 		return newOutcome(nil, err)
@@ -85,13 +82,13 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		return out
 	}
 	// The shards that must wait for their turn in a rollout are written with
-	// the pod template they have (live, by shard); status still compares
-	// with desired.
+	// the pod template they have; status still compares with desired.
+	live := c.liveShards(inst, l)
 	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
 	out.rolling = plan.rolling
 	written := *desired
 	written.StatefulSets = heldBack(desired.StatefulSets, live, plan)
-	if err := c.preflight(ctx, inst, l, &written, live); err != nil {
+	if err := c.preflight(ctx, inst, l, &written); err != nil {
 		out.err = err
 		out.reason, out.permanent = classify(err)
 		return out
@@ -105,8 +102,8 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
 		errs = append(errs, err)
 	}
-	for i, sts := range written.StatefulSets {
-		recreated, err := c.applyStatefulSet(ctx, inst, l, sts, live[i])
+	for _, sts := range written.StatefulSets {
+		recreated, err := c.applyStatefulSet(ctx, inst, l, sts)
 		if recreated {
 			out.recreated = append(out.recreated, sts.Name)
 		}
@@ -142,8 +139,8 @@ func heldBack(desired, live []*appsv1.StatefulSet, plan rolloutPlan) []*appsv1.S
 // children the API server refuses (a pod label that is no label, say) leaves
 // no child half-made. Any other failure of a trial is left for the real
 // write to meet and report. A lone write needs no trial: it is all or nothing
-// by itself. live holds the cached StatefulSet of each shard (nil where none).
-func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children, live []*appsv1.StatefulSet) error {
+// by itself.
+func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children) error {
 	var trials []func() error
 	for _, cm := range desired.ConfigMaps {
 		trials = append(trials, trial(ctx, c, inst, c.configMapChild(l), cm))
@@ -151,8 +148,9 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 	for _, svc := range desired.Services {
 		trials = append(trials, trial(ctx, c, inst, c.serviceChild(l), svc))
 	}
-	for i, sts := range desired.StatefulSets {
-		if cur := live[i]; cur != nil && (c.leaving(cur) || immutableChanged(sts, cur)) {
+	for _, sts := range desired.StatefulSets {
+		live, err := l.statefulSets.StatefulSets(sts.Namespace).Get(sts.Name)
+		if err == nil && metav1.IsControlledBy(live, inst) && (c.leaving(live) || immutableChanged(sts, live)) {
 			// applyStatefulSet waits for it or recreates it; nothing to try.
 			continue
 		}
@@ -179,9 +177,9 @@ func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l 
 // that cannot change in place must change (after raising the claims' storage
 // requests, when that field is the storage size); it reports whether it did. A
 // StatefulSet on its way out is left to go: the next sync creates it anew.
-// live is the shard's cached StatefulSet that inst controls, nil for none.
-func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired, live *appsv1.StatefulSet) (bool, error) {
-	if live != nil {
+func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
+	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
+	if err == nil && metav1.IsControlledBy(live, inst) {
 		if c.leaving(live) {
 			return false, nil
 		}
@@ -196,7 +194,7 @@ func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installat
 			return err == nil, err
 		}
 	}
-	_, err := apply(ctx, c, inst, c.statefulSetChild(l), desired)
+	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
 	return false, err
 }
 
