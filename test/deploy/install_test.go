@@ -50,8 +50,17 @@ func install(t *testing.T) {
 		if _, installErr = testEnv.Kubectl(ctx, "apply", "--server-side", "-k", filepath.Join(repoRoot, "deploy")); installErr != nil {
 			return
 		}
-		_, installErr = testEnv.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=2m",
-			"customresourcedefinition/installations.lin.dev")
+		// kubectl wait gives up at once, instead of waiting, when it reads the
+		// CRD before the API server has written any condition on it.
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			_, installErr = testEnv.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=2m",
+				"customresourcedefinition/installations.lin.dev")
+			if installErr == nil || !strings.Contains(installErr.Error(), ".status.conditions accessor error") || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	})
 	if installErr != nil {
 		t.Fatalf("kubectl apply --server-side -k deploy/: %v", installErr)
