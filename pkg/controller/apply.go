@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/resources"
@@ -35,17 +34,10 @@ type child[T metav1.Object] struct {
 	// delete deletes through the clientset; nil for the kinds the operator
 	// leaves to garbage collection (ConfigMaps, Services).
 	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-}
-
-// apply makes the live child match desired: it creates a missing child,
-// updates one that differs, leaves alone one that matches, and refuses one
-// that inst does not control. It returns the live object after the call.
-func apply[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, k child[T], desired T) (T, error) {
-	w, live, err := plan(inst, k, desired)
-	if w == nil || err != nil {
-		return live, err
-	}
-	return w.send(ctx, c, inst, false)
+	// unchecked names what desired holds that the CRD's schema does not
+	// check, so that the API server may refuse it for the spec; "" when
+	// nothing (nil: never). Writes that name the same stand or fall together.
+	unchecked func(desired T) string
 }
 
 // write is the create or update of one child that a sync is about to send.
@@ -55,59 +47,75 @@ type write[T metav1.Object] struct {
 	create bool
 }
 
-// plan reads the live child of desired from the cache and returns the write
-// that makes it match: nil, with the live object, when it matches already,
-// and an error when the name is taken by an object that inst does not control.
-func plan[T metav1.Object](inst *linv1.Installation, k child[T], desired T) (*write[T], T, error) {
-	var zero T
+// pending is a write of any kind of child, as sendAll orders and sends them.
+type pending interface {
+	// send sends the write, as a dry run when dryRun is set, and returns
+	// what it changed.
+	send(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (change, error)
+	// unchecked is what child.unchecked says of the object written.
+	unchecked() string
+}
+
+// planWrite appends to ws the write that makes the live child of desired
+// match it, if it needs one: a create of a missing child, an update of one
+// that differs. It returns an error, and no write, when the name is taken by
+// an object that inst does not control.
+func planWrite[T metav1.Object](ws []pending, inst *linv1.Installation, k child[T], desired T) ([]pending, error) {
 	name := desired.GetName()
 	live, err := k.get(desired.GetNamespace(), name)
 	if apierrors.IsNotFound(err) {
-		return &write[T]{k: k, obj: desired, create: true}, zero, nil
+		return append(ws, &write[T]{k: k, obj: desired, create: true}), nil
 	}
 	if err != nil {
-		return nil, zero, fmt.Errorf("reading %s %s from the cache: %w", k.kind, name, err)
+		return ws, fmt.Errorf("reading %s %s from the cache: %w", k.kind, name, err)
 	}
 	if !metav1.IsControlledBy(live, inst) {
-		return nil, zero, conflictError(k.kind, name)
+		return ws, conflictError(k.kind, name)
 	}
 	merged := k.merge(desired, live)
 	if equality.Semantic.DeepEqual(merged, live) {
-		return nil, live, nil
+		return ws, nil
 	}
-	return &write[T]{k: k, obj: merged}, zero, nil
+	return append(ws, &write[T]{k: k, obj: merged}), nil
 }
 
-// send sends the write and returns the object stored. A dry run is checked
-// by the API server in full but changes nothing and records no event.
-func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (T, error) {
-	var zero T
+func (w *write[T]) unchecked() string {
+	if w.k.unchecked == nil {
+		return ""
+	}
+	return w.k.unchecked(w.obj)
+}
+
+// send sends the write. A dry run is checked by the API server in full but
+// changes nothing, and reports no change.
+func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (change, error) {
 	var mode []string
 	if dryRun {
 		mode = []string{metav1.DryRunAll}
 	}
 	name := w.obj.GetName()
 	if !w.create {
-		updated, err := w.k.update(ctx, w.obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: mode})
-		if err != nil {
-			return zero, writeError("updating", w.k.kind, name, err)
+		if _, err := w.k.update(ctx, w.obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: mode}); err != nil {
+			return change{}, writeError("updating", w.k.kind, name, err)
 		}
-		if !dryRun {
-			c.recorder.Eventf(inst, corev1.EventTypeNormal, "Updated", "Updated %s %s", w.k.kind, name)
-		}
-		return updated, nil
+		return w.done(dryRun, false), nil
 	}
-	created, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
+	_, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
 	if apierrors.IsAlreadyExists(err) {
 		return w.existing(ctx, c, inst, dryRun)
 	}
 	if err != nil {
-		return zero, writeError("creating", w.k.kind, name, err)
+		return change{}, writeError("creating", w.k.kind, name, err)
 	}
-	if !dryRun {
-		c.recorder.Eventf(inst, corev1.EventTypeNormal, "Created", "Created %s %s", w.k.kind, name)
+	return w.done(dryRun, true), nil
+}
+
+// done is the change that the write made once sent: none for a dry run.
+func (w *write[T]) done(dryRun, created bool) change {
+	if dryRun {
+		return change{}
 	}
-	return created, nil
+	return change{created: created, kind: w.k.kind, name: w.obj.GetName()}
 }
 
 // existing handles a create that found its name taken by an object the
@@ -118,36 +126,22 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 // arrived yet, or one whose managed-by label someone removed). Then it is
 // made to match desired, labels included, as a cached child would be. Any
 // other object belongs to someone else and is left alone.
-func (w *write[T]) existing(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (T, error) {
-	var zero T
+func (w *write[T]) existing(ctx context.Context, c *Controller, inst *linv1.Installation, dryRun bool) (change, error) {
 	name := w.obj.GetName()
 	live, err := w.k.read(ctx, w.obj.GetNamespace(), name)
 	if err != nil {
 		// Gone again since the create, most likely: the retry creates it.
-		return zero, writeError("reading", w.k.kind, name, err)
+		return change{}, writeError("reading", w.k.kind, name, err)
 	}
 	if !metav1.IsControlledBy(live, inst) {
-		return zero, conflictError(w.k.kind, name)
+		return change{}, conflictError(w.k.kind, name)
 	}
 	merged := w.k.merge(w.obj, live)
 	if equality.Semantic.DeepEqual(merged, live) {
-		return live, nil
+		return change{}, nil
 	}
 	update := &write[T]{k: w.k, obj: merged}
 	return update.send(ctx, c, inst, dryRun)
-}
-
-// trial returns a dry run of the write that apply would send for desired,
-// or nil when apply would send none.
-func trial[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, k child[T], desired T) func() error {
-	w, _, err := plan(inst, k, desired)
-	if w == nil || err != nil {
-		return nil
-	}
-	return func() error {
-		_, err := w.send(ctx, c, inst, true)
-		return err
-	}
 }
 
 // mergeMeta sets on live the labels and annotations that desired carries,
@@ -228,8 +222,21 @@ func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
 		update: func(ctx context.Context, o *corev1.Service, opts metav1.UpdateOptions) (*corev1.Service, error) {
 			return c.kubeClient.CoreV1().Services(o.Namespace).Update(ctx, o, opts)
 		},
-		merge: mergeService,
+		merge:     mergeService,
+		unchecked: uncheckedService,
 	}
+}
+
+// uncheckedService: a Service of type ClusterIP with no labels or
+// annotations from the spec holds only what the schema checks (ports, the
+// operator's selector); node ports, source ranges and the user's metadata it
+// does not, and each Service holds its own.
+func uncheckedService(desired *corev1.Service) string {
+	meta := desired.Annotations
+	if desired.Spec.Type == corev1.ServiceTypeClusterIP && meta[resources.AnnotationSpecLabels] == "" && meta[resources.AnnotationSpecAnnotations] == "" {
+		return ""
+	}
+	return "Service " + desired.Name
 }
 
 // mergeService sets the fields the operator renders and keeps the rest of the
@@ -283,6 +290,10 @@ func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
 			return c.kubeClient.AppsV1().StatefulSets(o.Namespace).Update(ctx, o, opts)
 		},
 		merge: mergeStatefulSet,
+		// The shards' StatefulSets differ only in what the schema bounds
+		// (names, the shard's labels and environment); sync writes one with
+		// the desired pod template first.
+		unchecked: func(*appsv1.StatefulSet) string { return "the StatefulSets" },
 		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
 			return c.kubeClient.AppsV1().StatefulSets(ns).Delete(ctx, name, opts)
 		},
@@ -326,24 +337,6 @@ func immutableChanged(desired, live *appsv1.StatefulSet) bool {
 		d.ServiceName != l.ServiceName ||
 		d.PodManagementPolicy != l.PodManagementPolicy ||
 		!equality.Semantic.DeepDerivative(d.VolumeClaimTemplates, l.VolumeClaimTemplates)
-}
-
-// recreateStatefulSet deletes a StatefulSet whose immutable fields must change,
-// orphaning its pods and claims, so that the next sync creates it anew and it
-// adopts them: no pod is stopped and no data is lost. It does so only for a
-// StatefulSet rendered from another spec; one rendered from this spec that
-// still differs is reported, never deleted again, so this cannot loop.
-func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired, live *appsv1.StatefulSet) error {
-	if sameRendering(desired, live) {
-		return &syncError{reason: ReasonApplyFailed, permanent: true,
-			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
-	}
-	if err := deleteChild(ctx, c, c.statefulSetChild(l), live, ptr.To(metav1.DeletePropagationOrphan)); err != nil {
-		return err
-	}
-	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
-		"Deleted StatefulSet %s, keeping its pods and claims, to change an immutable field; it is created again next", live.Name)
-	return nil
 }
 
 // budgetChild reads PodDisruptionBudgets of one namespace's cache and writes them.

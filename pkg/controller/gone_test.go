@@ -21,7 +21,7 @@ func TestSyncOfAnInstallationGoneFromTheServerStopsAtTheStatusWrite(t *testing.T
 	}
 
 	// A gone Installation is not an error to retry.
-	checkActions(t, f.rerun(inst, false), updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1,
+	checkActions(t, f.rerun(inst, false), updateStatus, createShard0, createConfig, createTopology, createHeadless, createClientSvc, createShard1,
 		createBudget0, createBudget1)
 	// The garbage collector deletes the children it just made; their events
 	// wake the sync again, which now makes nothing.

@@ -71,7 +71,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // reconcile renders the children of inst and, unless it is paused, makes the
 // live ones match, then removes the StatefulSets of shards that are gone. It
 // goes on past a failed child, so that one conflict does not hold the others
-// back, and writes nothing for a spec that cannot be rendered whole.
+// back, and writes nothing for a spec that cannot be rendered whole or that
+// the API server refuses (see sendAll).
 func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers) outcome {
 	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {
@@ -86,116 +87,150 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	live := c.liveShards(inst, l)
 	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
 	out.rolling = plan.rolling
-	written := *desired
-	written.StatefulSets = heldBack(desired.StatefulSets, live, plan)
-	if err := c.preflight(ctx, inst, l, &written); err != nil {
-		out.err = err
-		out.reason, out.permanent = classify(err)
-		return out
-	}
+	var ws []pending
 	var errs []error
-	for _, cm := range desired.ConfigMaps {
-		_, err := apply(ctx, c, inst, c.configMapChild(l), cm)
+	add := func(w []pending, err error) {
+		ws = w
 		errs = append(errs, err)
+	}
+	configMaps, services, sets, budgets := c.configMapChild(l), c.serviceChild(l), c.statefulSetChild(l), c.budgetChild(l)
+	for _, cm := range desired.ConfigMaps {
+		add(planWrite(ws, inst, configMaps, cm))
 	}
 	for _, svc := range desired.Services {
-		_, err := apply(ctx, c, inst, c.serviceChild(l), svc)
-		errs = append(errs, err)
+		add(planWrite(ws, inst, services, svc))
 	}
-	for _, sts := range written.StatefulSets {
-		recreated, err := c.applyStatefulSet(ctx, inst, l, sts)
-		if recreated {
-			out.recreated = append(out.recreated, sts.Name)
+	var recreate [][2]*appsv1.StatefulSet // desired and live
+	for _, i := range shardOrder(plan) {
+		sts := desired.StatefulSets[i]
+		if !plan.proceed[i] {
+			sts = resources.HoldTemplate(sts, live[i])
 		}
-		errs = append(errs, err)
+		switch {
+		case live[i] != nil && c.leaving(live[i]):
+			// On its way out: the next sync creates it anew.
+		case live[i] != nil && immutableChanged(sts, live[i]):
+			recreate = append(recreate, [2]*appsv1.StatefulSet{sts, live[i]})
+		default:
+			add(planWrite(ws, inst, sets, sts))
+		}
 	}
 	for _, pdb := range desired.PodDisruptionBudgets {
-		_, err := apply(ctx, c, inst, c.budgetChild(l), pdb)
-		errs = append(errs, err)
+		add(planWrite(ws, inst, budgets, pdb))
 	}
-	errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l))
+	changes, sent, err := c.sendAll(ctx, inst, ws)
+	c.recordChanges(inst, changes)
+	errs = append(errs, err)
+	if sent {
+		for _, r := range recreate {
+			err := c.recreateStatefulSet(ctx, inst, l, r[0], r[1])
+			if err == nil {
+				out.recreated = append(out.recreated, r[1].Name)
+			}
+			errs = append(errs, err)
+		}
+		errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l))
+	}
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)
 	return out
 }
 
-// heldBack returns the StatefulSets to write: the desired one of each shard
-// that the plan lets proceed, and for the others the desired one with the
-// pod template they have.
-func heldBack(desired, live []*appsv1.StatefulSet, plan rolloutPlan) []*appsv1.StatefulSet {
-	out := make([]*appsv1.StatefulSet, len(desired))
-	for i, d := range desired {
-		out[i] = d
-		if !plan.proceed[i] {
-			out[i] = resources.HoldTemplate(d, live[i])
+// shardOrder lists the shards with those the rollout plan lets proceed
+// first, so that the first StatefulSet a sync writes carries the desired pod
+// template, and one the plan holds back, a pod template that the API server
+// accepted before.
+func shardOrder(plan rolloutPlan) []int {
+	var first, then []int
+	for i, proceed := range plan.proceed {
+		if proceed {
+			first = append(first, i)
+		} else {
+			then = append(then, i)
 		}
 	}
-	return out
+	return append(first, then...)
 }
 
-// preflight sends every create and update that this sync is about to make as
-// a server-side dry run, and returns the API server's refusals, if any: then
-// the sync writes nothing, so that a spec the schema accepts but whose
-// children the API server refuses (a pod label that is no label, say) leaves
-// no child half-made. Any other failure of a trial is left for the real
-// write to meet and report. A lone write needs no trial: it is all or nothing
-// by itself.
-func (c *Controller) preflight(ctx context.Context, inst *linv1.Installation, l *listers, desired *resources.Children) error {
-	var trials []func() error
-	for _, cm := range desired.ConfigMaps {
-		trials = append(trials, trial(ctx, c, inst, c.configMapChild(l), cm))
+// sendAll sends the writes of a sync so that a spec the API server refuses
+// leaves no child half-made, and with no dry run in the common case. The
+// lead, the first write that holds something the CRD's schema does not check
+// (a StatefulSet's pod template, most often), goes first, and the others
+// follow only when it is accepted: a write that holds nothing unchecked
+// cannot be refused for the spec, and one that holds the same as the lead
+// stands or falls with it. Any other write that holds something unchecked (a
+// Service with labels from the spec) is tried first as a server-side dry
+// run, once for each thing it holds. sendAll reports what it changed,
+// whether it went past the lead and its trials, and the errors.
+func (c *Controller) sendAll(ctx context.Context, inst *linv1.Installation, ws []pending) ([]change, bool, error) {
+	var changes []change
+	lead := slices.IndexFunc(ws, func(w pending) bool { return w.unchecked() != "" })
+	if lead >= 0 {
+		if err := c.tryOthers(ctx, inst, ws[lead:]); err != nil {
+			return nil, false, err
+		}
+		done, err := ws[lead].send(ctx, c, inst, false)
+		if err != nil {
+			return nil, false, err
+		}
+		changes = append(changes, done)
 	}
-	for _, svc := range desired.Services {
-		trials = append(trials, trial(ctx, c, inst, c.serviceChild(l), svc))
-	}
-	for _, sts := range desired.StatefulSets {
-		live, err := l.statefulSets.StatefulSets(sts.Namespace).Get(sts.Name)
-		if err == nil && metav1.IsControlledBy(live, inst) && (c.leaving(live) || immutableChanged(sts, live)) {
-			// applyStatefulSet waits for it or recreates it; nothing to try.
+	var errs []error
+	for i, w := range ws {
+		if i == lead {
 			continue
 		}
-		trials = append(trials, trial(ctx, c, inst, c.statefulSetChild(l), sts))
+		done, err := w.send(ctx, c, inst, false)
+		changes = append(changes, done)
+		errs = append(errs, err)
 	}
-	for _, pdb := range desired.PodDisruptionBudgets {
-		trials = append(trials, trial(ctx, c, inst, c.budgetChild(l), pdb))
-	}
-	trials = slices.DeleteFunc(trials, func(f func() error) bool { return f == nil })
-	if len(trials) < 2 {
-		return nil
-	}
+	return changes, true, errors.Join(errs...)
+}
+
+// tryOthers sends as a server-side dry run the first write of each
+// unchecked thing that the lead, ws[0], does not hold, and returns the API
+// server's refusals, if any. Any other failure of a trial is left for the
+// real write to meet and report.
+func (c *Controller) tryOthers(ctx context.Context, inst *linv1.Installation, ws []pending) error {
+	tried := map[string]bool{ws[0].unchecked(): true}
 	var refusals []error
-	for _, try := range trials {
+	for _, w := range ws[1:] {
+		u := w.unchecked()
+		if u == "" || tried[u] {
+			continue
+		}
+		tried[u] = true
 		var se *syncError
-		if err := try(); errors.As(err, &se) && se.reason == ReasonApplyFailed && se.permanent {
+		if _, err := w.send(ctx, c, inst, true); errors.As(err, &se) && se.reason == ReasonApplyFailed && se.permanent {
 			refusals = append(refusals, err)
 		}
 	}
 	return errors.Join(refusals...)
 }
 
-// applyStatefulSet applies one shard's StatefulSet, recreating it when a field
-// that cannot change in place must change (after raising the claims' storage
-// requests, when that field is the storage size); it reports whether it did. A
-// StatefulSet on its way out is left to go: the next sync creates it anew.
-func (c *Controller) applyStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired *appsv1.StatefulSet) (bool, error) {
-	live, err := l.statefulSets.StatefulSets(desired.Namespace).Get(desired.Name)
-	if err == nil && metav1.IsControlledBy(live, inst) {
-		if c.leaving(live) {
-			return false, nil
-		}
-		if immutableChanged(desired, live) {
-			if onlyClaimsGrow(desired, live) {
-				// Claims first: a refusal leaves the StatefulSet as it is.
-				if err := c.growClaims(ctx, inst, desired, live); err != nil {
-					return false, err
-				}
-			}
-			err := c.recreateStatefulSet(ctx, inst, l, desired, live)
-			return err == nil, err
+// recreateStatefulSet deletes a StatefulSet whose immutable fields must change,
+// orphaning its pods and claims, so that the next sync creates it anew and it
+// adopts them: no pod is stopped and no data is lost. When only the storage
+// size grew, it first raises the claims' requests, which a StatefulSet never
+// does; a refusal of those leaves the StatefulSet as it is. It does so only
+// for a StatefulSet rendered from another spec; one rendered from this spec
+// that still differs is reported, never deleted again, so this cannot loop.
+func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Installation, l *listers, desired, live *appsv1.StatefulSet) error {
+	if sameRendering(desired, live) {
+		return &syncError{reason: ReasonApplyFailed, permanent: true,
+			err: fmt.Errorf("StatefulSet %s differs in an immutable field from what this spec renders, though it was made from it", live.Name)}
+	}
+	if onlyClaimsGrow(desired, live) {
+		if err := c.growClaims(ctx, inst, desired, live); err != nil {
+			return err
 		}
 	}
-	_, err = apply(ctx, c, inst, c.statefulSetChild(l), desired)
-	return false, err
+	if err := deleteChild(ctx, c, c.statefulSetChild(l), live, ptr.To(metav1.DeletePropagationOrphan)); err != nil {
+		return err
+	}
+	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Recreating",
+		"Deleted StatefulSet %s, keeping its pods and claims, to change an immutable field; it is created again next", live.Name)
+	return nil
 }
 
 // deleteRemovedShards deletes the StatefulSets that inst controls for shards

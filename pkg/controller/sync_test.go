@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,10 +105,14 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	f.installations = append(f.installations, inst)
 
 	actions := f.run(inst, false)
-	checkActions(t, actions, updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1,
+	// The StatefulSet of shard 0 goes first: only after the API server
+	// accepts its pod template are the others written.
+	checkActions(t, actions, updateStatus, createShard0, createConfig, createTopology, createHeadless, createClientSvc, createShard1,
 		createBudget0, createBudget1)
 
-	for i, w := range render(t, inst).Objects() {
+	objs := render(t, inst).Objects() // ConfigMaps, Services, StatefulSets, budgets
+	shard0 := objs[4]
+	for i, w := range append([]resources.Object{shard0}, slices.Delete(objs, 4, 5)...) {
 		if got := object[runtime.Object](t, actions[i+1]); !equality.Semantic.DeepEqual(got, w) {
 			t.Errorf("%v sent %+v, want %+v", summarize(actions[i+1:i+2]), got, w)
 		}
@@ -120,8 +125,10 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	if c := apimeta.FindStatusCondition(st.Conditions, linv1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded condition = %+v, want False", c)
 	}
-	if ev := f.events(); len(ev) != 8 || !strings.HasPrefix(ev[0], "Normal Created") {
-		t.Errorf("events = %q, want 8 Normal Created", ev)
+	want := "Normal Created Created 2 StatefulSets (demo-0, demo-1), 2 ConfigMaps (demo-config, demo-topology), " +
+		"2 Services (demo, demo-headless), 2 PodDisruptionBudgets (demo-0, demo-1)"
+	if ev := f.events(); len(ev) != 1 || ev[0] != want {
+		t.Errorf("events = %q, want one that sums up the creates: %q", ev, want)
 	}
 }
 
@@ -149,21 +156,20 @@ func TestSyncRepairsDriftedChildrenAndKeepsForeignMetadata(t *testing.T) {
 
 	// Status counts shard 0's pods as not updated any more.
 	actions := f.run(inst, false)[1:]
-	checkActions(t, actions, updateConfig, updateShard0)
-	gotCM := object[*corev1.ConfigMap](t, actions[0])
+	checkActions(t, actions, updateShard0, updateConfig)
+	gotCM := object[*corev1.ConfigMap](t, actions[1])
 	if !equality.Semantic.DeepEqual(gotCM.Data, want.ConfigMaps[0].Data) {
 		t.Errorf("config data = %v, want %v", gotCM.Data, want.ConfigMaps[0].Data)
 	}
-	got := object[*appsv1.StatefulSet](t, actions[1])
+	got := object[*appsv1.StatefulSet](t, actions[0])
 	if !equality.Semantic.DeepEqual(got.Spec, want.StatefulSets[0].Spec) {
 		t.Errorf("StatefulSet spec was not restored:\n got %+v\nwant %+v", got.Spec, want.StatefulSets[0].Spec)
 	}
 	if got.Labels["team"] != "storage" || got.Annotations["backup.example.com/schedule"] != "daily" {
 		t.Errorf("foreign metadata lost: labels %v annotations %v", got.Labels, got.Annotations)
 	}
-	if ev := f.events(); len(ev) != 2 || !strings.HasPrefix(ev[0], "Normal Updated Updated ConfigMap demo-config") ||
-		!strings.HasPrefix(ev[1], "Normal Updated Updated StatefulSet demo-0") {
-		t.Errorf("events = %q, want Normal Updated for the ConfigMap and the StatefulSet", ev)
+	if ev := f.events(); len(ev) != 1 || ev[0] != "Normal Updated Updated 1 StatefulSet (demo-0), 1 ConfigMap (demo-config)" {
+		t.Errorf("events = %q, want one Normal Updated for the StatefulSet and the ConfigMap", ev)
 	}
 }
 
@@ -194,9 +200,9 @@ func TestSyncRefusesAForeignObjectOfTheSameName(t *testing.T) {
 		want   []action
 	}{
 		// A labelled foreign object is in the cache and is never written.
-		{"in the cache", true, []action{updateStatus, createTopology, createHeadless, createClientSvc, createShard0, createShard1, createBudget0, createBudget1}},
+		{"in the cache", true, []action{updateStatus, createShard0, createTopology, createHeadless, createClientSvc, createShard1, createBudget0, createBudget1}},
 		// An unlabelled one is unseen: the create fails and nothing else is tried on it.
-		{"not in the cache", false, []action{updateStatus, createConfig, createTopology, createHeadless, createClientSvc, createShard0, createShard1, createBudget0, createBudget1}},
+		{"not in the cache", false, []action{updateStatus, createShard0, createConfig, createTopology, createHeadless, createClientSvc, createShard1, createBudget0, createBudget1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -237,8 +243,8 @@ func TestSyncConfigEditRollsTheShardsOneAfterTheOther(t *testing.T) {
 
 	// Shard 0 gets the new template; shard 1 keeps its own.
 	actions := f.run(inst, false)
-	checkActions(t, actions, updateStatus, updateConfig, updateShard0, updateShard1)
-	shard0, shard1 := object[*appsv1.StatefulSet](t, actions[2]), object[*appsv1.StatefulSet](t, actions[3])
+	checkActions(t, actions, updateStatus, updateShard0, updateConfig, updateShard1)
+	shard0, shard1 := object[*appsv1.StatefulSet](t, actions[1]), object[*appsv1.StatefulSet](t, actions[3])
 	if h := shard0.Spec.Template.Annotations[resources.AnnotationConfigHash]; h != newHash {
 		t.Errorf("shard 0 config hash = %q, want the new %q", h, newHash)
 	}
@@ -251,7 +257,7 @@ func TestSyncConfigEditRollsTheShardsOneAfterTheOther(t *testing.T) {
 	}
 
 	// While shard 0 replaces its pods, nothing more is written.
-	f.live.ConfigMaps[0] = object[*corev1.ConfigMap](t, actions[1])
+	f.live.ConfigMaps[0] = object[*corev1.ConfigMap](t, actions[2])
 	f.live.StatefulSets = []*appsv1.StatefulSet{shard0, shard1}
 	shard0.Generation, shard0.Status.UpdateRevision, shard0.Status.UpdatedReplicas = 2, "demo-0-2", 1
 	inst.Status, inst.ResourceVersion = st, "3"
@@ -331,8 +337,8 @@ func TestSyncReplicasEditKeepsThePodTemplate(t *testing.T) {
 	inst.Generation = 2
 
 	actions := f.run(inst, false)
-	checkActions(t, actions, updateStatus, updateTopology, updateShard0, updateShard1)
-	for i, a := range actions[2:] {
+	checkActions(t, actions, updateStatus, updateShard0, updateTopology, updateShard1)
+	for i, a := range []core.Action{actions[1], actions[3]} {
 		got := object[*appsv1.StatefulSet](t, a)
 		if *got.Spec.Replicas != 3 {
 			t.Errorf("shard %d replicas = %d, want 3", i, *got.Spec.Replicas)
@@ -341,7 +347,7 @@ func TestSyncReplicasEditKeepsThePodTemplate(t *testing.T) {
 			t.Errorf("shard %d pod template changed on a replicas edit", i)
 		}
 	}
-	topo := object[*corev1.ConfigMap](t, actions[1])
+	topo := object[*corev1.ConfigMap](t, actions[2])
 	if n := strings.Count(topo.Data[resources.HostsFile], "\n"); n != 6 {
 		t.Errorf("hosts lists %d pods, want 6", n)
 	}
