@@ -95,27 +95,29 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 	}
 	name := w.obj.GetName()
 	if !w.create {
-		if _, err := w.k.update(ctx, w.obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: mode}); err != nil {
+		updated, err := w.k.update(ctx, w.obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: mode})
+		if err != nil {
 			return change{}, writeError("updating", w.k.kind, name, err)
 		}
-		return w.done(dryRun, false), nil
+		return w.done(dryRun, false, updated), nil
 	}
-	_, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
+	created, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
 	if apierrors.IsAlreadyExists(err) {
 		return w.existing(ctx, c, inst, dryRun)
 	}
 	if err != nil {
 		return change{}, writeError("creating", w.k.kind, name, err)
 	}
-	return w.done(dryRun, true), nil
+	return w.done(dryRun, true, created), nil
 }
 
-// done is the change that the write made once sent: none for a dry run.
-func (w *write[T]) done(dryRun, created bool) change {
+// done is the change that the write made once sent, with the object stored:
+// none for a dry run.
+func (w *write[T]) done(dryRun, created bool, stored T) change {
 	if dryRun {
 		return change{}
 	}
-	return change{created: created, kind: w.k.kind, name: w.obj.GetName()}
+	return change{created: created, kind: w.k.kind, name: w.obj.GetName(), stored: stored}
 }
 
 // existing handles a create that found its name taken by an object the

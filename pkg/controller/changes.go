@@ -6,15 +6,41 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
 )
 
 // change is what one write of a sync did to a child; the zero value: nothing.
 type change struct {
 	created    bool
 	kind, name string
+	// stored is the child as the API server stored it.
+	stored metav1.Object
+}
+
+// writtenShards returns live, the cached StatefulSet of each shard of
+// inst, with each one that changes wrote in the place of its cached copy:
+// the API server's answer is newer than the cache, so status computed from
+// it is what the next sync, once the cache has caught up, computes too, and
+// is not written twice.
+func writtenShards(inst *linv1.Installation, live []*appsv1.StatefulSet, changes []change) []*appsv1.StatefulSet {
+	written := map[string]*appsv1.StatefulSet{}
+	for _, ch := range changes {
+		if sts, ok := ch.stored.(*appsv1.StatefulSet); ok {
+			written[sts.Name] = sts
+		}
+	}
+	out := slices.Clone(live)
+	for i := range out {
+		if sts, ok := written[resources.StatefulSetName(inst, int32(i))]; ok {
+			out[i] = sts
+		}
+	}
+	return out
 }
 
 // recordChanges records one Normal event that sums up what a sync created

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +67,7 @@ func (f *fixture) newController() *Controller {
 	}
 	kubeObjects = append(kubeObjects, f.uncached...)
 	f.kubeClient = k8sfake.NewClientset(kubeObjects...)
+	f.kubeClient.PrependReactor("*", "statefulsets", f.generationReactor)
 	f.kubeClient.PrependReactor("*", "*", dryRunReactor)
 	f.linClient = fake.NewClientset(linObjects...)
 	f.recorder = record.NewFakeRecorder(100)
@@ -143,6 +146,32 @@ func isDryRun(a core.Action) bool {
 	return false
 }
 
+// generationReactor stores a StatefulSet with the generation the API
+// server gives it: 1 on a create, one more on an update that changes the
+// spec. The object of the action stays as the controller sent it.
+func (f *fixture) generationReactor(a core.Action) (bool, runtime.Object, error) {
+	tracker := f.kubeClient.Tracker()
+	switch a := a.(type) {
+	case core.CreateActionImpl:
+		sts := a.GetObject().(*appsv1.StatefulSet).DeepCopy()
+		sts.Generation = 1
+		return true, sts, tracker.Create(a.GetResource(), sts, sts.Namespace)
+	case core.UpdateActionImpl:
+		sts := a.GetObject().(*appsv1.StatefulSet).DeepCopy()
+		stored, err := tracker.Get(a.GetResource(), sts.Namespace, sts.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		old := stored.(*appsv1.StatefulSet)
+		sts.Generation = old.Generation
+		if !equality.Semantic.DeepEqual(old.Spec, sts.Spec) {
+			sts.Generation++
+		}
+		return true, sts, tracker.Update(a.GetResource(), sts, sts.Namespace)
+	}
+	return false, nil, nil
+}
+
 // dryRunReactor answers a dry run as the API server does, with the object
 // sent, storing nothing; the fake object tracker would store it.
 func dryRunReactor(a core.Action) (bool, runtime.Object, error) {
@@ -192,6 +221,33 @@ func render(t *testing.T, inst *linv1.Installation) *resources.Children {
 		t.Fatal(err)
 	}
 	return ch
+}
+
+// stored returns the children that the fake API server stores.
+func (f *fixture) stored() *resources.Children {
+	f.t.Helper()
+	ctx, opts := f.t.Context(), metav1.ListOptions{}
+	cms, err1 := f.kubeClient.CoreV1().ConfigMaps("ns").List(ctx, opts)
+	svcs, err2 := f.kubeClient.CoreV1().Services("ns").List(ctx, opts)
+	sets, err3 := f.kubeClient.AppsV1().StatefulSets("ns").List(ctx, opts)
+	pdbs, err4 := f.kubeClient.PolicyV1().PodDisruptionBudgets("ns").List(ctx, opts)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		f.t.Fatal(err)
+	}
+	var ch resources.Children
+	for i := range cms.Items {
+		ch.ConfigMaps = append(ch.ConfigMaps, &cms.Items[i])
+	}
+	for i := range svcs.Items {
+		ch.Services = append(ch.Services, &svcs.Items[i])
+	}
+	for i := range sets.Items {
+		ch.StatefulSets = append(ch.StatefulSets, &sets.Items[i])
+	}
+	for i := range pdbs.Items {
+		ch.PodDisruptionBudgets = append(ch.PodDisruptionBudgets, &pdbs.Items[i])
+	}
+	return &ch
 }
 
 // seedInSync puts inst and every child it renders in the fixture, with the

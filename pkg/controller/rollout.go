@@ -16,8 +16,8 @@ type rolloutPlan struct {
 	// StatefulSet; false for one that keeps its live pod template for now
 	// (resources.HoldTemplate).
 	proceed []bool
-	// rolling is the lowest shard whose pods are being replaced, or are about
-	// to be; -1 when none is.
+	// rolling is the lowest shard whose pods are being replaced or made, or
+	// are about to be; -1 when none is.
 	rolling int
 }
 
@@ -50,7 +50,7 @@ func planRollout(strategy linv1.RolloutStrategy, desired, live []*appsv1.Statefu
 		if !busy && !p.proceed[i] {
 			p.proceed[i], busy = true, true
 		}
-		if l := live[i]; p.rolling < 0 && l != nil && p.proceed[i] && (!settled(l) || !sameRendering(d, l)) {
+		if l := live[i]; p.rolling < 0 && p.proceed[i] && (l == nil || !settled(l) || !sameRendering(d, l)) {
 			p.rolling = i
 		}
 	}

@@ -51,7 +51,7 @@ func TestPlanRollout(t *testing.T) {
 		rolling  int
 	}{
 		{"in sync", "", []*shardAs{done, done, done}, "yyy", -1},
-		{"new Installation", "", []*shardAs{nil, nil, nil}, "yyy", -1},
+		{"new Installation", "", []*shardAs{nil, nil, nil}, "yyy", 0},
 		{"an edit starts with shard 0", "", []*shardAs{old, old, old}, "ynn", 0},
 		{"shard 0 rolling, the others wait", "", []*shardAs{rolling, old, old}, "ynn", 0},
 		{"shard 0 done, shard 1 next", "", []*shardAs{done, old, old}, "yyn", 1},

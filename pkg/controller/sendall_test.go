@@ -40,22 +40,6 @@ func (f *fixture) refuse(resource, kind, path string) {
 	})
 }
 
-// children returns what the fake API server stores of each kind of child.
-func (f *fixture) children() int {
-	f.t.Helper()
-	ctx := f.t.Context()
-	cms, err1 := f.kubeClient.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{})
-	svcs, err2 := f.kubeClient.CoreV1().Services("ns").List(ctx, metav1.ListOptions{})
-	sets, err3 := f.kubeClient.AppsV1().StatefulSets("ns").List(ctx, metav1.ListOptions{})
-	pdbs, err4 := f.kubeClient.PolicyV1().PodDisruptionBudgets("ns").List(ctx, metav1.ListOptions{})
-	for _, err := range []error{err1, err2, err3, err4} {
-		if err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	return len(cms.Items) + len(svcs.Items) + len(sets.Items) + len(pdbs.Items)
-}
-
 func TestSyncOfAPodTemplateTheAPIServerRefusesWritesNoChild(t *testing.T) {
 	f := newFixture(t)
 	inst := newInstallation()
@@ -75,7 +59,7 @@ func TestSyncOfAPodTemplateTheAPIServerRefusesWritesNoChild(t *testing.T) {
 	if got := f.dryRuns(); len(got) != 0 {
 		t.Errorf("dry runs %v, want none", got)
 	}
-	if n := f.children(); n != 0 {
+	if n := len(f.stored().Objects()); n != 0 {
 		t.Errorf("%d children made, want none", n)
 	}
 	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning ApplyFailed") {
@@ -135,7 +119,7 @@ func TestSyncTriesTheStatefulSetsWhenAServiceWithMetadataFromTheSpecLeads(t *tes
 			continue
 		}
 		checkActions(t, actions, updateStatus)
-		if n := f.children(); n != 0 {
+		if n := len(f.stored().Objects()); n != 0 {
 			t.Errorf("%d children made after the trial was refused, want none", n)
 		}
 		c := apimeta.FindStatusCondition(statusOf(t, actions[0]).Conditions, linv1.ConditionDegraded)

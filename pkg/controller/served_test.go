@@ -66,10 +66,11 @@ func TestSyncTakesBackWhatWasAddedByHandToAServedPodTemplate(t *testing.T) {
 			change(&served.StatefulSets[0].Spec.Template.Spec)
 			f.seed(inst, served)
 
+			// The written StatefulSet rolls its pods: status says so.
 			actions := f.run(inst, false)
-			checkActions(t, actions, updateShard0)
+			checkActions(t, actions, updateStatus, updateShard0)
 			// Written is the rendered template, which the served one holds with no more items.
-			if got := object[*appsv1.StatefulSet](t, actions[0]); !holds(reflect.ValueOf(got.Spec.Template.Spec), reflect.ValueOf(want.Spec)) {
+			if got := object[*appsv1.StatefulSet](t, actions[1]); !holds(reflect.ValueOf(got.Spec.Template.Spec), reflect.ValueOf(want.Spec)) {
 				t.Errorf("pod template written:\n%+v\nwant:\n%+v", got.Spec.Template.Spec, want.Spec)
 			}
 		})

@@ -19,6 +19,8 @@ type outcome struct {
 	desired *resources.Children
 	// recreated names the StatefulSets deleted to change an immutable field.
 	recreated []string
+	// changes are the writes the sync made.
+	changes []change
 	// reason is the Degraded reason; empty when the sync succeeded.
 	reason string
 	// permanent failures are not retried until the spec changes.

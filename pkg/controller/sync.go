@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	out := c.reconcile(ctx, inst, l)
 	now := metav1.Now()
-	status := computeStatus(inst, c.liveShards(inst, l), out, c.clusterDomain, now)
+	status := computeStatus(inst, writtenShards(inst, c.liveShards(inst, l), out.changes), out, c.clusterDomain, now)
 	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
 		// Nothing may happen until the deadline passes; look again then.
 		c.queue.AddAfter(key, left)
@@ -120,6 +120,7 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	}
 	changes, sent, err := c.sendAll(ctx, inst, ws)
 	c.recordChanges(inst, changes)
+	out.changes = changes
 	errs = append(errs, err)
 	if sent {
 		for _, r := range recreate {

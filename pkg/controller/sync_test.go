@@ -132,6 +132,25 @@ func TestSyncCreatesEveryChildOfANewInstallation(t *testing.T) {
 	}
 }
 
+func TestSyncOfANewInstallationWritesStatusOnce(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	f.installations = append(f.installations, inst)
+	actions := f.run(inst, false)
+
+	// Status came from the StatefulSets as the API server stored them, so
+	// the next sync, whose caches show what the first one wrote, computes
+	// the same and writes nothing.
+	st := statusOf(t, actions[0])
+	if st.Rollout == nil || st.Rollout.Shard != 0 {
+		t.Errorf("status.rollout = %+v, want shard 0, whose pods are about to be made", st.Rollout)
+	}
+	f.live = *f.stored()
+	inst.Status, inst.ResourceVersion = st, "2"
+	f.installations = []*linv1.Installation{inst}
+	checkActions(t, f.run(inst, false))
+}
+
 func TestSyncInSyncMakesNoRequest(t *testing.T) {
 	f := newFixture(t)
 	inst := newInstallation()

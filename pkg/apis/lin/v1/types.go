@@ -508,8 +508,8 @@ type InstallationStatus struct {
 	// +listType=map
 	// +listMapKey=index
 	Shards []ShardStatus `json:"shards,omitempty"`
-	// Rollout is the shard whose pods are being replaced, while a rollout
-	// is under way; absent otherwise.
+	// Rollout is the shard whose pods are being made or replaced, while a
+	// rollout (the first one included) is under way; absent otherwise.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// ConfigHash is the hash of spec.config that is rolled out.
@@ -527,8 +527,8 @@ type InstallationStatus struct {
 
 // RolloutStatus is the shard a rollout is at.
 type RolloutStatus struct {
-	// Shard is the index of the shard whose pods are being replaced; the
-	// shards after it wait, under ShardByShard.
+	// Shard is the lowest shard whose pods are being made or replaced; the
+	// shards after it that need new pods wait, under ShardByShard.
 	Shard int32 `json:"shard"`
 	// Since is when that shard began rolling to the current spec; the
 	// progress deadline counts from it.

@@ -44,8 +44,8 @@ type InstallationStatusApplyConfiguration struct {
 	Ready *string `json:"ready,omitempty"`
 	// Shards is the state of each shard.
 	Shards []ShardStatusApplyConfiguration `json:"shards,omitempty"`
-	// Rollout is the shard whose pods are being replaced, while a rollout
-	// is under way; absent otherwise.
+	// Rollout is the shard whose pods are being made or replaced, while a
+	// rollout (the first one included) is under way; absent otherwise.
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 	// ConfigHash is the hash of spec.config that is rolled out.
 	ConfigHash *string `json:"configHash,omitempty"`

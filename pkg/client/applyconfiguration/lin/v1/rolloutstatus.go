@@ -27,8 +27,8 @@ import (
 //
 // RolloutStatus is the shard a rollout is at.
 type RolloutStatusApplyConfiguration struct {
-	// Shard is the index of the shard whose pods are being replaced; the
-	// shards after it wait, under ShardByShard.
+	// Shard is the lowest shard whose pods are being made or replaced; the
+	// shards after it that need new pods wait, under ShardByShard.
 	Shard *int32 `json:"shard,omitempty"`
 	// Since is when that shard began rolling to the current spec; the
 	// progress deadline counts from it.
