@@ -35,8 +35,9 @@ type InformerOptions struct {
 	ResyncPeriod time.Duration
 	// InstallationSelector is a label selector on Installations; empty selects all.
 	InstallationSelector string
-	// KeepManagedFields leaves managedFields in the cached objects. It is
-	// there to measure what the transform saves; the operator never sets it.
+	// KeepManagedFields turns off Transform, which strips managedFields
+	// among other things. It is there to measure what the transform saves;
+	// the operator never sets it.
 	KeepManagedFields bool
 	// WatchAllChildren lists and watches every ConfigMap, Service and
 	// StatefulSet, not only the operator's. It is there to measure what the
@@ -45,9 +46,8 @@ type InformerOptions struct {
 }
 
 // NewInformers makes the factories. Child informers are filtered to the
-// operator's label, and every informer strips managedFields before the
-// object reaches its cache: the operator never reads them, and they are often
-// the largest part of an object. KeepManagedFields and WatchAllChildren turn
+// operator's label, and every informer passes each object through Transform
+// before it reaches its cache. KeepManagedFields and WatchAllChildren turn
 // these off, for measuring what they save.
 func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface, opts InformerOptions) *Informers {
 	namespaces := opts.Namespaces
@@ -58,7 +58,7 @@ func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface
 		Kube: map[string]kubeinformers.SharedInformerFactory{},
 		Lin:  map[string]lininformers.SharedInformerFactory{},
 	}
-	transform := cache.TransformFunc(StripManagedFields)
+	transform := cache.TransformFunc(Transform)
 	if opts.KeepManagedFields {
 		transform = nil
 	}
@@ -115,14 +115,4 @@ func controllerUID(obj any) ([]string, error) {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
-}
-
-// StripManagedFields is an informer transform that drops managedFields, so
-// they take no memory in the cache.
-func StripManagedFields(obj any) (any, error) {
-	// A tombstone's object is already stripped; other objects have metadata.
-	if m, err := apimeta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }

@@ -82,8 +82,8 @@ func TestHandlersSurviveTombstonesAndUnexpectedObjects(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unowned", Namespace: "ns"}}} {
 		c.handleChild(obj)
 		c.observeDeletion(obj)
-		if _, err := StripManagedFields(obj); err != nil {
-			t.Errorf("StripManagedFields(%#v): %v", obj, err)
+		if _, err := Transform(obj); err != nil {
+			t.Errorf("Transform(%#v): %v", obj, err)
 		}
 	}
 	for _, obj := range []any{nil, "garbage", 42} {
