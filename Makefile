@@ -55,11 +55,17 @@ test-chaos: tools
 		-fuzz FuzzRenderedChildrenAreAccepted -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./test/fuzz/
 
 ## bench: measures the operator against a local control plane (etcd with fsync)
-## next to a plain client writing the same objects, and writes docs/benchmarks.md
-## and docs/benchmarks.json; about 10 minutes. BENCH_ARGS="-n 50 -shards 1" for a quick one.
+## next to a plain client writing the same objects, at N = 100, 1000 and 5000
+## Installations of one shard and 1000 of four, and writes docs/benchmarks.md,
+## docs/benchmarks.json and the plots beside them, with the top of the
+## operator's CPU profile at N=1000 (the profile itself stays in .state/bench);
+## under 20 minutes. BENCH_ARGS="-runs 50:1" for a quick one, "-large" to add
+## N=10000.
+BENCH_PROFILE := .state/bench/operator.cpu.pprof
 .PHONY: bench
 bench: tools
-	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) run ./cmd/bench $(BENCH_ARGS)
+	@mkdir -p $(dir $(BENCH_PROFILE))
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) run ./cmd/bench -cpuprofile $(BENCH_PROFILE) $(BENCH_ARGS)
 
 ## verify: generated code up to date, gofmt, go vet, tidy modules.
 verify:

@@ -81,8 +81,12 @@ func restConfig(base *rest.Config, qps float64, burst int) *rest.Config {
 // period, and returns once its caches have synced, with the time that took.
 func (b *bench) startOperator(ctx context.Context, ns string, resync time.Duration) (*harness.Operator, time.Duration, error) {
 	began := time.Now()
-	op, err := harness.RunOperator(restConfig(b.env.Config, b.o.qps, b.o.burst), operator.Config{
-		Namespaces: []string{ns}, Workers: b.o.workers, ResyncPeriod: resync, ClusterDomain: clusterDomain,
+	var op *harness.Operator
+	var err error
+	withOperatorLabel(func() {
+		op, err = harness.RunOperator(restConfig(b.env.Config, b.o.qps, b.o.burst), operator.Config{
+			Namespaces: []string{ns}, Workers: b.o.workers, ResyncPeriod: resync, ClusterDomain: clusterDomain,
+		})
 	})
 	if err != nil {
 		return nil, 0, err
@@ -115,8 +119,9 @@ func newInstallation(ns string, i, shards int) *linv1.Installation {
 }
 
 // childrenPer is the number of children of an Installation of shards shards:
-// two ConfigMaps, two Services and a StatefulSet per shard.
-func childrenPer(shards int) int { return 4 + shards }
+// two ConfigMaps, two Services, and a StatefulSet and a PodDisruptionBudget
+// per shard.
+func childrenPer(shards int) int { return 4 + 2*shards }
 
 // parallel runs fn for 0..n-1 on workers goroutines, as the operator's
 // workers would, and returns the first error; an error stops the rest.

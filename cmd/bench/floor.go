@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -29,12 +30,16 @@ type floorResult struct {
 // client-side limit, what a converging operator run writes for n
 // Installations: each Installation, its children exactly as the operator
 // renders them, and one status update. Nothing is read and nothing compared,
-// so the API server alone bounds it.
+// so the API server alone bounds it. It is timed as the operator is, until
+// the benchmark's watch has seen every status, so that the watch costs the
+// control plane as much in both.
 func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	ns, err := b.namespace(ctx, "floor")
 	if err != nil {
 		return floorResult{}, err
 	}
+	t := b.newTracker(ctx, ns, n)
+	defer t.stop()
 	cpuBefore, err := b.controlPlaneCPU()
 	if err != nil {
 		return floorResult{}, err
@@ -43,10 +48,16 @@ func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	err = parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
 		return b.writeInstallation(ctx, newInstallation(ns, i, shards))
 	})
-	elapsed := time.Since(began)
 	if err != nil {
 		return floorResult{}, fmt.Errorf("floor in %s: %w", ns, err)
 	}
+	waitCtx, cancel := context.WithTimeout(ctx, b.o.timeout)
+	defer cancel()
+	doneAt, err := t.observedAt(waitCtx)
+	if err != nil {
+		return floorResult{}, fmt.Errorf("floor in %s: %w", ns, err)
+	}
+	elapsed := doneAt.Sub(began)
 	cpu, err := b.controlPlaneCPU()
 	return floorResult{
 		Seconds:                elapsed.Seconds(),
@@ -92,6 +103,8 @@ func (b *bench) create(ctx context.Context, obj resources.Object) error {
 		_, err = b.kube.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.StatefulSet:
 		_, err = b.kube.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
+	case *policyv1.PodDisruptionBudget:
+		_, err = b.kube.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, opts)
 	default:
 		err = fmt.Errorf("no client for %T", obj)
 	}

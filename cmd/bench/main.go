@@ -6,8 +6,8 @@
 // StatefulSet, and how much memory it holds with and without its informers'
 // transform and filter. It writes docs/benchmarks.md and docs/benchmarks.json.
 //
-// `make bench` runs it with the defaults; `go run ./cmd/bench -n 50 -shards 1`
-// is a quick check.
+// `make bench` runs it with the defaults and a CPU profile; `go run
+// ./cmd/bench -runs 50:1` is a quick check.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -35,6 +35,10 @@ func main() {
 	o.bind(flag.CommandLine)
 	flag.Parse()
 	if o.child.enabled {
+		if o.child.heapProfile != "" {
+			// Every allocation, so that the profile accounts for all that is held.
+			runtime.MemProfileRate = 1
+		}
 		if err := runMemoryChild(o); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -56,13 +60,6 @@ func main() {
 // benchmark starts the control plane, runs every size and layout, and writes
 // the report.
 func benchmark(ctx context.Context, o options) (err error) {
-	if o.cpuProfile != "" {
-		stopProfile, err := profile(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stopProfile()
-	}
 	rep := newReport(o)
 	e, err := env.Start(ctx, env.Options{
 		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
@@ -88,14 +85,16 @@ func benchmark(ctx context.Context, o options) (err error) {
 	if _, err := b.floor(ctx, 50, 1); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
-	for _, n := range o.sizes {
-		for _, shards := range o.layouts {
-			r, err := b.runOne(ctx, n, shards, o.memory && shards == o.layouts[0])
-			if err != nil {
-				return fmt.Errorf("n=%d shards=%d: %w", n, shards, err)
-			}
-			rep.Runs = append(rep.Runs, r)
+	runs := o.runs
+	if o.large {
+		runs = append(runs, runSize{N: 10000, Shards: 1})
+	}
+	for _, size := range runs {
+		r, err := b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
+		if err != nil {
+			return fmt.Errorf("n=%d shards=%d: %w", size.N, size.Shards, err)
 		}
+		rep.Runs = append(rep.Runs, r)
 	}
 	rep.finish()
 	logf("writing %s and %s", o.markdown, o.jsonPath)
@@ -115,22 +114,6 @@ func logOperatorTo(path string) error {
 	klog.LogToStderr(false)
 	klog.SetOutput(f)
 	return nil
-}
-
-// profile starts a CPU profile into path and returns the function that ends it.
-func profile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 // logf prints a progress line with the time since the start.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"lin.dev/lin-operator/pkg/operator"
@@ -20,7 +21,8 @@ const method = `How each figure is made:
 - **Floor**: a plain client-go writer in the same process writes, on as many
   goroutines and with no client-side limit, what the converging run writes:
   each Installation, its children exactly as resources.NewChildren renders
-  them, and one status update. It runs just before and just after the
+  them, and one status update, and is timed the same way, until the
+  benchmark's watch has seen every status. It runs just before and just after the
   operator, each time in a fresh namespace; the floor is their mean and
   operator / floor the headline figure. Time on a shared machine is noisy:
   the CPU time that etcd and kube-apiserver spent in each run (from
@@ -44,10 +46,14 @@ const method = `How each figure is made:
   are done, then reports runtime.MemStats.HeapInuse after a forced GC and
   VmRSS after memory went back to the OS. The namespace also holds
   unrelated ConfigMaps and Services; it is measured before the
-  Installations exist (0) and after. Per Installation is the growth from 0
-  divided by N. The unrelated objects are there from the start, so in that
-  layout the operator also converges next to them (its filter keeps them
-  out of its caches); the floor's namespaces hold none.
+  Installations exist (0) and after, in the runs of one shard. Per
+  Installation is the growth from 0 divided by N. The unrelated objects are
+  there from the start, so in those runs the operator also converges next
+  to them (its filter keeps them out of its caches); the floor's
+  namespaces hold none.
+- **Profile**: with -cpuprofile, the CPU profile of the operator's
+  goroutines (labelled apart from the benchmark's own) while it converges
+  and takes the edits, in the run of -profile-n Installations of one shard.
 `
 
 // intro writes the title, where and how the run took place, and the method.
@@ -63,6 +69,85 @@ func (r *report) intro(b *strings.Builder) {
 	fmt.Fprintf(b, "Control plane: %s, started by test/env; nothing acts on StatefulSets, so status stays Pending. "+
 		"The operator runs in the benchmark's process with %d workers, QPS %g and burst %d (%s).\n\n%s\n",
 		s.ControlPlane, s.Workers, s.QPS, s.Burst, defaults, fmt.Sprintf(method, fmt.Sprint(s.ResyncSeconds)+"s"))
+}
+
+// scaleRow is a run of one shard, with what the operator as shipped held
+// with no Installation (base) and with N (shipped); nil when not measured.
+type scaleRow struct {
+	run           run
+	base, shipped *memory
+}
+
+// scale returns the runs of one shard, by N, for the scale table and plots.
+func (r *report) scale() []scaleRow {
+	var rows []scaleRow
+	for _, run := range r.Runs {
+		if run.Shards != 1 {
+			continue
+		}
+		row := scaleRow{run: run}
+		for i, m := range run.Memory {
+			if m.KeepManagedFields || m.WatchAllChildren {
+				continue
+			}
+			if m.Installations == 0 {
+				row.base = &run.Memory[i]
+			} else {
+				row.shipped = &run.Memory[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	slices.SortStableFunc(rows, func(a, b scaleRow) int { return a.run.N - b.run.N })
+	return rows
+}
+
+// perInstallation returns the heap and the RSS that each Installation adds,
+// in bytes, and whether they were measured.
+func (s scaleRow) perInstallation() (heap, rss float64, ok bool) {
+	if s.base == nil || s.shipped == nil || s.shipped.Installations == 0 {
+		return 0, 0, false
+	}
+	n := float64(s.shipped.Installations)
+	return float64(s.shipped.HeapInuseBytes-min(s.base.HeapInuseBytes, s.shipped.HeapInuseBytes)) / n,
+		float64(s.shipped.RSSBytes-min(s.base.RSSBytes, s.shipped.RSSBytes)) / n, true
+}
+
+// scaleTable writes how the cost grows with N, one row per run of one shard.
+func (r *report) scaleTable(b *strings.Builder) {
+	rows := r.scale()
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("## Cost against scale (one shard)\n\n")
+	fmt.Fprintf(b, "![Convergence time against N](%s)\n![Memory against N](%s)\n\n", convergencePlot, memoryPlot)
+	var cells [][]string
+	for _, s := range rows {
+		heap, rss := "", ""
+		if h, r, ok := s.perInstallation(); ok {
+			heap, rss = kib(h), kib(r)
+		}
+		run := s.run
+		cells = append(cells, []string{d(run.N), f1(run.FloorSeconds), f1(run.Convergence.Seconds), "**" + f2(run.Ratio) + "**",
+			f2(run.CPURatio), heap, rss, f2(run.Steady.SyncedSeconds),
+			f1(run.Latency.P50Ms) + " / " + f1(run.Latency.P99Ms), d(total(run.Steady.ResyncWrites))})
+	}
+	table(b, []string{"N", "floor (s)", "operator (s)", "operator / floor", "operator / floor, CPU",
+		"heap per Installation (KiB)", "RSS per Installation (KiB)", "restart to synced (s)",
+		"edit to StatefulSet p50 / p99 (ms)", "writes in 3 resyncs"}, cells)
+}
+
+// profileSection writes the top of the operator's CPU profile, if a run took it.
+func (r *report) profileSection(b *strings.Builder) {
+	for _, run := range r.Runs {
+		if run.Profile == nil {
+			continue
+		}
+		fmt.Fprintf(b, "## Where the operator's time goes (N=%d, shards=%d)\n\n", run.N, run.Shards)
+		fmt.Fprintf(b, "The CPU profile of the operator's goroutines (`go tool pprof -top -tagfocus=component=operator`) "+
+			"while it converged the N Installations and then took the edits; the benchmark's own clients and watches, "+
+			"in the same process, are left out. Written to %s.\n\n```\n%s\n```\n\n", run.Profile.Path, strings.Join(run.Profile.Top, "\n"))
+	}
 }
 
 // perRun writes a section with a table of one row per run, which starts

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -52,18 +55,24 @@ var memoryConfigs = []struct{ keepManagedFields, watchAllChildren bool }{
 func (b *bench) memory(ctx context.Context, ns string, n int) ([]memory, error) {
 	var out []memory
 	for _, c := range memoryConfigs {
-		m, err := b.memoryChild(ctx, ns, c.keepManagedFields, c.watchAllChildren)
+		m, err := b.memoryChild(ctx, ns, c.keepManagedFields, c.watchAllChildren, "")
 		if err != nil {
 			return nil, err
 		}
 		m.Installations = n
 		out = append(out, m)
 	}
+	if b.o.heapProfiles != "" {
+		// Apart: profiling every allocation takes memory of its own.
+		if _, err := b.memoryChild(ctx, ns, false, false, filepath.Join(b.o.heapProfiles, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
 // memoryChild runs this program again as a memory child and reads its report.
-func (b *bench) memoryChild(ctx context.Context, ns string, keepManagedFields, watchAllChildren bool) (memory, error) {
+func (b *bench) memoryChild(ctx context.Context, ns string, keepManagedFields, watchAllChildren bool, heapProfile string) (memory, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return memory{}, err
@@ -71,7 +80,8 @@ func (b *bench) memoryChild(ctx context.Context, ns string, keepManagedFields, w
 	cmd := exec.CommandContext(ctx, exe, "-memory-child", "-kubeconfig", b.env.KubeconfigPath, "-namespace", ns,
 		"-keep-managed-fields="+strconv.FormatBool(keepManagedFields),
 		"-watch-all-children="+strconv.FormatBool(watchAllChildren),
-		"-workers", strconv.Itoa(b.o.workers), "-qps", fmt.Sprint(b.o.qps), "-burst", strconv.Itoa(b.o.burst))
+		"-workers", strconv.Itoa(b.o.workers), "-qps", fmt.Sprint(b.o.qps), "-burst", strconv.Itoa(b.o.burst),
+		"-heap-profile", heapProfile)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -115,12 +125,29 @@ func runMemoryChild(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.child.heapProfile != "" {
+		if err := writeHeapProfile(o.child.heapProfile); err != nil {
+			return err
+		}
+	}
 	m := memory{HeapInuseBytes: ms.HeapInuse, RSSBytes: rss, Writes: total(writes(op.Requests.Snapshot())),
 		KeepManagedFields: o.child.keepManagedFields, WatchAllChildren: o.child.watchAllChildren}
 	if err := json.NewEncoder(os.Stdout).Encode(m); err != nil {
 		return err
 	}
 	return op.Stop()
+}
+
+// writeHeapProfile writes a heap profile of this process to path. The
+// profile counts what the last collections freed only after two more.
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
 }
 
 // vmRSS reads this process's resident set size from /proc/self/status.

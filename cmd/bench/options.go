@@ -13,10 +13,11 @@ import (
 
 // options are the benchmark's flags.
 type options struct {
-	// sizes are the numbers of Installations, run one after the other.
-	sizes intList
-	// layouts are the shard counts of every Installation, run for each size.
-	layouts intList
+	// runs are the numbers of Installations and their shards, run one after
+	// the other.
+	runs runList
+	// large adds a run of 10000 Installations of one shard.
+	large bool
 	// workers is the operator's --workers, and the concurrency of the floor
 	// and of the client that creates Installations.
 	workers int
@@ -34,12 +35,18 @@ type options struct {
 	markdown, jsonPath string
 	// timeout bounds one convergence.
 	timeout time.Duration
-	// memory turns the memory runs on.
+	// memory turns the memory runs on, for the runs of one shard.
 	memory bool
 	// keepDir keeps the control plane's folder, logs included.
 	keepDir bool
-	// cpuProfile, if set, names a file for the CPU profile of the whole run.
+	// cpuProfile, if set, names a file for a CPU profile of the operator
+	// while it converges and is edited in the run of profileN Installations
+	// of one shard.
 	cpuProfile string
+	profileN   int
+	// heapProfiles, if set, names a folder for a heap profile of the
+	// operator as shipped at each N, taken by a memory child of its own.
+	heapProfiles string
 
 	// child is set in the process that bench starts to measure memory.
 	child childOptions
@@ -53,14 +60,15 @@ type childOptions struct {
 	kubeconfig, namespace string
 	// keepManagedFields and watchAllChildren turn off the transform and the filter.
 	keepManagedFields, watchAllChildren bool
+	// heapProfile, if set, names a file for a heap profile taken with the figures.
+	heapProfile string
 }
 
 // bind registers the flags on fs with their defaults.
 func (o *options) bind(fs *flag.FlagSet) {
-	o.sizes = intList{100, 1000}
-	o.layouts = intList{1, 4}
-	fs.Var(&o.sizes, "n", "Numbers of Installations, comma-separated.")
-	fs.Var(&o.layouts, "shards", "Shards of every Installation, comma-separated: one run per size and layout.")
+	o.runs = runList{{100, 1}, {1000, 1}, {1000, 4}, {5000, 1}}
+	fs.Var(&o.runs, "runs", "The runs, comma-separated, each as Installations:shards.")
+	fs.BoolVar(&o.large, "large", false, "Add a run of 10000 Installations of one shard (about 10 minutes more).")
 	fs.IntVar(&o.workers, "workers", operator.DefaultWorkers, "The operator's --workers, and the floor's concurrency.")
 	fs.Float64Var(&o.qps, "qps", operator.DefaultQPS, "The operator's --kube-api-qps.")
 	fs.IntVar(&o.burst, "burst", operator.DefaultBurst, "The operator's --kube-api-burst.")
@@ -70,22 +78,25 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.markdown, "out", "docs/benchmarks.md", "Markdown report.")
 	fs.StringVar(&o.jsonPath, "json", "docs/benchmarks.json", "The same figures as JSON.")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Bound on one convergence.")
-	fs.BoolVar(&o.memory, "memory", true, "Measure memory, in the first layout of each size.")
+	fs.BoolVar(&o.memory, "memory", true, "Measure memory, in the runs of one shard.")
 	fs.BoolVar(&o.keepDir, "keep-dir", false, "Keep the control plane's folder and logs.")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the run to this file.")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "Write a CPU profile of the operator, while it converges and is edited in the run of -profile-n Installations of one shard, to this file.")
+	fs.IntVar(&o.profileN, "profile-n", 1000, "The Installations of the run that -cpuprofile profiles.")
+	fs.StringVar(&o.heapProfiles, "heapprofiles", "", "Write a heap profile of the operator as shipped at each N into this folder, as heap-<N>.pprof.")
 
 	fs.BoolVar(&o.child.enabled, "memory-child", false, "Internal: measure the memory of one operator and exit.")
 	fs.StringVar(&o.child.kubeconfig, "kubeconfig", "", "Internal: the memory child's kubeconfig.")
 	fs.StringVar(&o.child.namespace, "namespace", "", "Internal: the memory child's namespace.")
 	fs.BoolVar(&o.child.keepManagedFields, "keep-managed-fields", false, "Internal: the memory child keeps managedFields.")
 	fs.BoolVar(&o.child.watchAllChildren, "watch-all-children", false, "Internal: the memory child watches unlabelled objects too.")
+	fs.StringVar(&o.child.heapProfile, "heap-profile", "", "Internal: the memory child writes a heap profile here.")
 }
 
 // validate checks the flags, naming the one that is wrong.
 func (o *options) validate() error {
 	var errs []error
-	if len(o.sizes) == 0 || len(o.layouts) == 0 {
-		errs = append(errs, errors.New("-n and -shards need at least one value each"))
+	if len(o.runs) == 0 {
+		errs = append(errs, errors.New("-runs needs at least one run"))
 	}
 	if o.workers < 1 || o.qps <= 0 || o.burst < 1 {
 		errs = append(errs, fmt.Errorf("-workers, -qps and -burst must be positive, got %d, %g, %d", o.workers, o.qps, o.burst))
@@ -96,27 +107,40 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// intList is a flag of comma-separated positive integers.
-type intList []int
+// runSize is the size of one run: N Installations of Shards shards.
+type runSize struct{ N, Shards int }
+
+// runList is a flag of comma-separated runs, each as N:shards.
+type runList []runSize
 
 // String implements flag.Value.
-func (l *intList) String() string {
+func (l *runList) String() string {
 	s := make([]string, len(*l))
-	for i, v := range *l {
-		s[i] = strconv.Itoa(v)
+	for i, r := range *l {
+		s[i] = fmt.Sprintf("%d:%d", r.N, r.Shards)
 	}
 	return strings.Join(s, ",")
 }
 
 // Set implements flag.Value; it replaces the default.
-func (l *intList) Set(v string) error {
+func (l *runList) Set(v string) error {
 	*l = nil
 	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("%q is not a positive integer", f)
+		n, shards, ok := strings.Cut(strings.TrimSpace(f), ":")
+		r := runSize{N: positive(n), Shards: positive(shards)}
+		if !ok || r.N < 1 || r.Shards < 1 || r.Shards > 64 {
+			return fmt.Errorf("%q is not Installations:shards, two positive integers (at most 64 shards)", f)
 		}
-		*l = append(*l, n)
+		*l = append(*l, r)
 	}
 	return nil
+}
+
+// positive parses a positive integer, and returns 0 for anything else.
+func positive(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }

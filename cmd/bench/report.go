@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -81,6 +82,9 @@ func (r *report) write(markdownPath, jsonPath string) error {
 	if err := os.WriteFile(jsonPath, append(j, '\n'), 0o644); err != nil {
 		return err
 	}
+	if err := r.plots(filepath.Dir(markdownPath)); err != nil {
+		return err
+	}
 	return os.WriteFile(markdownPath, []byte(r.markdown()), 0o644)
 }
 
@@ -88,11 +92,13 @@ func (r *report) write(markdownPath, jsonPath string) error {
 func (r *report) markdown() string {
 	var b strings.Builder
 	r.intro(&b)
+	r.scaleTable(&b)
 	r.convergenceTable(&b)
 	r.requestsTable(&b)
 	r.latencyTable(&b)
 	r.steadyTable(&b)
 	r.memoryTable(&b)
+	r.profileSection(&b)
 	r.targets(&b)
 	return b.String()
 }

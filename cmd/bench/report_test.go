@@ -21,13 +21,15 @@ func TestPercentileIsTheNearestRank(t *testing.T) {
 	}
 }
 
-func TestIntListReplacesTheDefault(t *testing.T) {
-	l := intList{100, 1000}
-	if err := l.Set("50, 7"); err != nil || l.String() != "50,7" {
+func TestRunListReplacesTheDefault(t *testing.T) {
+	l := runList{{100, 1}}
+	if err := l.Set("50:1, 7:4"); err != nil || l.String() != "50:1,7:4" {
 		t.Errorf("Set: %v, %v", l, err)
 	}
-	if err := l.Set("0"); err == nil {
-		t.Error("Set(0) succeeded, want an error")
+	for _, bad := range []string{"0:1", "5", "5:0", "5:65", "a:1"} {
+		if err := l.Set(bad); err == nil {
+			t.Errorf("Set(%q) succeeded, want an error", bad)
+		}
 	}
 }
 
@@ -45,8 +47,11 @@ func TestTargetsAreJudgedOnTheFigures(t *testing.T) {
 	var b strings.Builder
 	r.targets(&b)
 	for _, want := range []string{
-		"at N=1000: **not met**. 1.20x at shards=1 (1.50x in control-plane CPU), where the API server had 13.0 " +
+		"at N=1000, in time and in control-plane CPU: **not met**. 1.20x at shards=1 (1.50x in control-plane CPU), where the API server had 13.0 " +
 			"requests per Installation to serve against the floor's 7 (3.0 dry runs and 3.0 events); 1.40x at shards=4",
+		"Requests per converged Installation: its writes, at most 1 event and 0 dry runs: **not met**. N=100 shards=1",
+		"Heap at most 16 KiB per Installation at N=1000: **not met**. 20.5 KiB.",
+		"Restart to synced under 3 s at N=1000: **met**",
 		"Zero reads after the caches synced: **met**",
 		"Zero writes in steady state and on restart: **not met**. 1 writes during resyncs",
 		"Memory linear in N: **met**. Heap per Installation as shipped: 20.5 KiB at N=100, 20.5 KiB at N=1000.",

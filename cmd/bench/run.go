@@ -26,15 +26,20 @@ type run struct {
 	Convergence convergence `json:"convergence"`
 	Steady      steadyState `json:"steady"`
 	Latency     editLatency `json:"latency"`
-	// Memory is measured in the first layout only: first with no
+	// Memory is measured in the runs of one shard only: first with no
 	// Installation in the namespace (its unrelated objects only), then with N.
 	Memory []memory `json:"memory,omitempty"`
+	// Profile is the top of the operator's CPU profile, if this run took it.
+	Profile *cpuProfile `json:"profile,omitempty"`
 }
 
-// runOne measures n Installations of shards shards: floor, operator, floor
-// again, edit latency, a restart and its steady state and, if withMemory,
-// memory with unrelated objects next to the Installations.
-func (b *bench) runOne(ctx context.Context, n, shards int, withMemory bool) (r run, err error) {
+// runOne measures a run of size.N Installations of size.Shards shards:
+// floor, operator, floor again, edit latency, a restart and its steady state
+// and, if withMemory, memory with unrelated objects next to the
+// Installations. With withProfile it takes the CPU profile of the operator
+// while it converges and is edited.
+func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfile bool) (r run, err error) {
+	n, shards := size.N, size.Shards
 	r = run{N: n, Shards: shards}
 	first, err := b.timedFloor(ctx, n, shards)
 	if err != nil {
@@ -49,7 +54,7 @@ func (b *bench) runOne(ctx context.Context, n, shards int, withMemory bool) (r r
 			return r, err
 		}
 	}
-	if err := b.convergeAndEdit(ctx, &r, ns); err != nil {
+	if err := b.convergeAndEdit(ctx, &r, ns, withProfile); err != nil {
 		return r, err
 	}
 	second, err := b.timedFloor(ctx, n, shards)
@@ -86,13 +91,26 @@ func (b *bench) timedFloor(ctx context.Context, n, shards int) (floorResult, err
 }
 
 // convergeAndEdit runs an operator with the command's resync period on the
-// empty namespace ns, times its convergence, then the latency of edits.
-func (b *bench) convergeAndEdit(ctx context.Context, r *run, ns string) (err error) {
+// empty namespace ns, times its convergence, then the latency of edits,
+// under a CPU profile with withProfile.
+func (b *bench) convergeAndEdit(ctx context.Context, r *run, ns string, withProfile bool) (err error) {
 	op, _, err := b.startOperator(ctx, ns, operator.DefaultResyncPeriod)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, op.Stop()) }()
+	if withProfile {
+		stop, err := profile(b.o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stop()
+			if err == nil {
+				r.Profile, err = topOfProfile(b.o.cpuProfile)
+			}
+		}()
+	}
 	if r.Convergence, err = b.converge(ctx, op, ns, r.N, r.Shards); err != nil {
 		return err
 	}

@@ -115,6 +115,11 @@ func (b *bench) childrenComplete(ctx context.Context, ns string, n, shards int) 
 		return err
 	}
 	count(metaOf(stss.Items))
+	pdbs, err := b.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, opts)
+	if err != nil {
+		return err
+	}
+	count(metaOf(pdbs.Items))
 	for i := range n {
 		if got := perInstallation[installationName(i)]; got != childrenPer(shards) {
 			return fmt.Errorf("Installation %s has %d children, want %d", installationName(i), got, childrenPer(shards))
