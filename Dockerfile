@@ -1,5 +1,5 @@
 # The operator's image: a static binary on distroless, running as nonroot.
-# `make image` builds it. The go build command is the Makefile's GO_BUILD (a
+# `make docker-image` builds it; `make image` builds the same without Docker. The go build command is the Makefile's GO_BUILD (a
 # test keeps the two the same), and GO_VERSION is go.mod's go version.
 ARG GO_VERSION=1.26.8
 

@@ -12,11 +12,20 @@ CLUSTER_KUBECONFIG ?=
 RUN_ARGS ?=
 # Where `make run` and `make cluster-up` keep the local control plane.
 STATE_DIR := .state/cluster
-# The image `make image` builds, and the tool that builds it (docker or podman).
-IMAGE ?= lin-operator:latest
+# `make image` builds the operator's OCI image for IMAGE_PLATFORMS with no
+# container engine (cmd/image): into the OCI image layout bin/image, or, when
+# IMAGE names one (registry/repository:tag), pushed there with the
+# credentials of `docker login`. VERSION and REVISION become its labels.
+IMAGE ?=
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# `make docker-image` builds the Dockerfile instead, tagged DOCKER_IMAGE, with
+# CONTAINER_TOOL (docker or podman).
+DOCKER_IMAGE ?= lin-operator:latest
 CONTAINER_TOOL ?= docker
 
-.PHONY: all build image tools test test-unit verify generate run cluster-up cluster-down clean clean-tools
+.PHONY: all build image docker-image tools test test-unit verify generate run cluster-up cluster-down clean clean-tools
 
 all: build
 
@@ -24,9 +33,19 @@ all: build
 build:
 	$(GO_BUILD) -o $(BIN) ./cmd/operator
 
-## image: the operator's container image (Dockerfile), tagged $(IMAGE).
+## image: the operator's OCI image for IMAGE_PLATFORMS, each binary built
+## with GO_BUILD, in bin/image or pushed to $(IMAGE); no Docker needed.
 image:
-	$(CONTAINER_TOOL) build -t $(IMAGE) .
+	@for p in $(IMAGE_PLATFORMS); do \
+		echo "go build for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o bin/$$p/lin-operator ./cmd/operator || exit 1; \
+	done
+	$(GO) run ./cmd/image $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=bin/$(p)/lin-operator) \
+		-version "$(VERSION)" -revision "$(REVISION)" $(if $(IMAGE),-image "$(IMAGE)",-out bin/image)
+
+## docker-image: the image from the Dockerfile, tagged $(DOCKER_IMAGE), for those with Docker or Podman.
+docker-image:
+	$(CONTAINER_TOOL) build -t $(DOCKER_IMAGE) .
 
 ## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
 ## and kwok, built once into the cache folder (see hack/build-tools.sh).
