@@ -98,7 +98,21 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
-	inf := controller.NewInformers(kubeClient, linClient, controller.InformerOptions{
+	// The informers' lists and watches go through clients of their own with
+	// no Timeout: restConfig's bounds one request, and would cut every
+	// watch after it, while the reflector ends its watches by itself (5 to
+	// 10 minutes) and resumes them from the last version seen.
+	watchConfig := rest.CopyConfig(restConfig)
+	watchConfig.Timeout = 0
+	kubeWatchClient, err := kubernetes.NewForConfig(watchConfig)
+	if err != nil {
+		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
+	}
+	linWatchClient, err := versioned.NewForConfig(watchConfig)
+	if err != nil {
+		return nil, fmt.Errorf("making the lin.dev client: %w", err)
+	}
+	inf := controller.NewInformers(kubeWatchClient, linWatchClient, controller.InformerOptions{
 		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
 		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren,
 	})
