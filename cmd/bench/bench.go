@@ -111,10 +111,14 @@ func (b *bench) childInformers(ns string) kubeinformers.SharedInformerFactory {
 func installationName(i int) string { return "inst-" + strconv.Itoa(i) }
 
 // newInstallation is the i-th Installation of a run: the tests' small
-// Installation with the run's number of shards.
+// Installation with the run's number of shards. Nothing acts on StatefulSets
+// here, so every rollout would stall at the default progress deadline (10
+// minutes), which a long run passes: a status write and an event for each
+// Installation that the steady state would count. Its deadline is a day.
 func newInstallation(ns string, i, shards int) *linv1.Installation {
 	inst := harness.NewInstallation(ns, installationName(i))
 	inst.Spec.Shards = ptr.To(int32(shards))
+	inst.Spec.Rollout.ProgressDeadlineSeconds = ptr.To[int32](24 * 60 * 60)
 	return inst
 }
 

@@ -41,7 +41,8 @@ const method = `How each figure is made:
   resync period of %s. Its writes (events included) are counted from its
   start until its first resync (the first sync of every Installation falls
   in there), then during three resync periods.
-- **Memory**: for each setting, a new process of the benchmark runs the
+- **Memory**: for each setting (all four at N=1000, as shipped at the
+  other N), a new process of the benchmark runs the
   operator on the namespace until its caches synced and its first syncs
   are done, then reports runtime.MemStats.HeapInuse after a forced GC and
   VmRSS after memory went back to the OS. The namespace also holds

@@ -50,11 +50,16 @@ var memoryConfigs = []struct{ keepManagedFields, watchAllChildren bool }{
 }
 
 // memory measures an operator on ns, which holds n in-sync Installations,
-// once per informer setting, each in a process of its own so that none
-// inherits another's heap.
-func (b *bench) memory(ctx context.Context, ns string, n int) ([]memory, error) {
+// each in a process of its own so that none inherits another's heap: once
+// per informer setting in the run of ratioN Installations (and before the
+// Installations of that run exist, n = 0), as shipped in the others.
+func (b *bench) memory(ctx context.Context, ns string, n, runN int) ([]memory, error) {
+	configs := memoryConfigs
+	if runN != ratioN {
+		configs = configs[:1]
+	}
 	var out []memory
-	for _, c := range memoryConfigs {
+	for _, c := range configs {
 		m, err := b.memoryChild(ctx, ns, c.keepManagedFields, c.watchAllChildren, "")
 		if err != nil {
 			return nil, err

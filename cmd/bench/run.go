@@ -50,7 +50,7 @@ func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfil
 		return r, err
 	}
 	if withMemory {
-		if r.Memory, err = b.emptyMemory(ctx, ns); err != nil {
+		if r.Memory, err = b.emptyMemory(ctx, ns, n); err != nil {
 			return r, err
 		}
 	}
@@ -74,7 +74,7 @@ func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfil
 	logf("n=%d shards=%d: restart synced in %.2fs; writes on restart %v, in 3 resyncs %v, reads %v", n, shards,
 		r.Steady.SyncedSeconds, r.Steady.RestartWrites, r.Steady.ResyncWrites, r.Steady.Reads)
 	if withMemory {
-		m, err := b.memory(ctx, ns, n)
+		m, err := b.memory(ctx, ns, n, n)
 		r.Memory = append(r.Memory, m...)
 		return r, err
 	}
@@ -124,10 +124,10 @@ func (b *bench) convergeAndEdit(ctx context.Context, r *run, ns string, withProf
 }
 
 // emptyMemory fills ns with unrelated objects and measures the memory of an
-// operator watching it before any Installation is there.
-func (b *bench) emptyMemory(ctx context.Context, ns string) ([]memory, error) {
+// operator watching it before any of the run's runN Installations is there.
+func (b *bench) emptyMemory(ctx context.Context, ns string, runN int) ([]memory, error) {
 	if err := b.addUnrelated(ctx, ns, b.o.unrelated); err != nil {
 		return nil, fmt.Errorf("creating unrelated objects: %w", err)
 	}
-	return b.memory(ctx, ns, 0)
+	return b.memory(ctx, ns, 0, runN)
 }
