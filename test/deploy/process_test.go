@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,17 +30,6 @@ type operatorProcess struct {
 	metricsURL, healthURL string
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startOperator runs the operator binary with args, then with its kubeconfig
 // and endpoints on free loopback ports; a flag given twice takes the last
 // value, so args may be a Deployment's and the endpoints still move. The
@@ -50,8 +37,8 @@ func freePort(t *testing.T) int {
 // it dies with the test binary whatever happens.
 func startOperator(t *testing.T, name, kubeconfig string, args ...string) *operatorProcess {
 	t.Helper()
-	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	healthAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	metricsAddr := harness.FreeAddress(t)
+	healthAddr := harness.FreeAddress(t)
 	args = append(args, "--kubeconfig="+kubeconfig,
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+healthAddr)
 	p := &operatorProcess{Process: harness.StartProcess(t, name, operatorBinary, args...),

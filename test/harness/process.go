@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,4 +150,16 @@ func (p *Process) LogTail(n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// FreeAddress returns a loopback address with a port that was free a
+// moment ago, for a program's endpoints.
+func FreeAddress(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

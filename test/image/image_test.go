@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -161,7 +160,7 @@ func runOperator(t *testing.T, binary []byte) {
 	e := env.StartForTest(t, env.Options{})
 	ns := harness.Namespace(t, e.Client)
 	p := harness.StartProcess(t, "operator", path, "--kubeconfig", e.KubeconfigPath, "--namespace", ns,
-		"--metrics-bind-address="+freeAddress(t), "--health-probe-bind-address="+freeAddress(t))
+		"--metrics-bind-address="+harness.FreeAddress(t), "--health-probe-bind-address="+harness.FreeAddress(t))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("operator log:\n%s", p.LogTail(40))
@@ -186,15 +185,4 @@ func runOperator(t *testing.T, binary []byte) {
 		_, err = e.Client.AppsV1().StatefulSets(ns).Get(ctx, created.Name+"-0", metav1.GetOptions{})
 		return err == nil, nil
 	})
-}
-
-// freeAddress returns a loopback address with a port that was free a moment ago.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
