@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the tests and `make run` start (etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok) from
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok),
+# and helm, which the chart's tests run, from
 # the Go module proxy into a cache folder outside the repository, keyed by their
 # versions. A binary already in the cache is not built again, so a second call
 # returns in seconds. Prints the cache's bin folder last.
@@ -9,11 +10,12 @@ set -euo pipefail
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
+HELM_VERSION=v4.3.2
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=hack/lib.sh
 source "$root/hack/lib.sh"
-cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}}
+cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-helm-${HELM_VERSION}}
 bin=$cache/bin
 mkdir -p "$bin"
 
@@ -53,6 +55,7 @@ build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-m
 build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
 build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+build helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
 
 # kwok refuses to start without stages; its module ships them as YAML.
 stages=$cache/kwok-stages.yaml

@@ -32,7 +32,7 @@ type child[T metav1.Object] struct {
 	// when the copy differs from live.
 	merge func(desired, live T) T
 	// delete deletes through the clientset; nil for the kinds the operator
-	// leaves to garbage collection (ConfigMaps, Services).
+	// leaves to garbage collection (ConfigMaps).
 	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 	// unchecked names what desired holds that the CRD's schema does not
 	// check, so that the API server may refuse it for the spec; "" when
@@ -226,6 +226,9 @@ func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
 		},
 		merge:     mergeService,
 		unchecked: uncheckedService,
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return c.kubeClient.CoreV1().Services(ns).Delete(ctx, name, opts)
+		},
 	}
 }
 

@@ -130,7 +130,8 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 			}
 			errs = append(errs, err)
 		}
-		errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l))
+		errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l),
+			c.deleteRemovedClientService(ctx, inst, l))
 	}
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)
@@ -248,6 +249,27 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 func (c *Controller) deleteRemovedBudgets(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return resources.DisruptionBudgets(inst) && shard < resources.Shards(inst) }
 	return deleteRemoved(ctx, c, inst, l.budgetsByOwner, keep, c.budgetChild(l), nil)
+}
+
+// deleteRemovedClientService deletes the client Service that inst controls
+// once spec.ports has none: a Service that is not headless cannot be without
+// a port, and keeping one that serves nothing would only mislead.
+func (c *Controller) deleteRemovedClientService(ctx context.Context, inst *linv1.Installation, l *listers) error {
+	if resources.HasClientService(inst) {
+		return nil
+	}
+	svc, err := l.services.Services(inst.Namespace).Get(resources.ClientServiceName(inst))
+	if apierrors.IsNotFound(err) || (err == nil && (!metav1.IsControlledBy(svc, inst) || c.leaving(svc))) {
+		return nil
+	}
+	if err == nil {
+		err = deleteChild(ctx, c, c.serviceChild(l), svc, nil)
+	}
+	if err != nil {
+		return err
+	}
+	c.recorder.Eventf(inst, corev1.EventTypeNormal, "Deleted", "Deleted Service %s: spec.ports has none, so there is no client Service", svc.Name)
+	return nil
 }
 
 // deleteRemoved deletes, with an event each, the children of index that inst

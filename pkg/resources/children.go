@@ -19,7 +19,8 @@ import (
 type Children struct {
 	// ConfigMaps are the config and the topology ConfigMaps.
 	ConfigMaps []*corev1.ConfigMap
-	// Services are the headless and the client Services.
+	// Services are the headless Service and, when spec.ports has one, the
+	// client Service.
 	Services []*corev1.Service
 	// StatefulSets are the shards' StatefulSets, by shard index.
 	StatefulSets []*appsv1.StatefulSet
@@ -41,7 +42,10 @@ func NewChildren(inst *linv1.Installation, clusterDomain string) (*Children, err
 	}
 	c := &Children{
 		ConfigMaps: []*corev1.ConfigMap{config, topology},
-		Services:   []*corev1.Service{NewHeadlessService(inst), NewClientService(inst)},
+		Services:   []*corev1.Service{NewHeadlessService(inst)},
+	}
+	if HasClientService(inst) {
+		c.Services = append(c.Services, NewClientService(inst))
 	}
 	for s := int32(0); s < Shards(inst); s++ {
 		c.StatefulSets = append(c.StatefulSets, NewStatefulSet(inst, s))

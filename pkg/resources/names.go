@@ -87,8 +87,15 @@ func PodFQDN(inst *linv1.Installation, shard, ordinal int32, clusterDomain strin
 		HeadlessServiceName(inst), inst.Namespace, clusterDomain)
 }
 
-// Endpoint is the DNS name of the client Service.
+// HasClientService reports whether inst has a client Service: only with a
+// port to serve, for a Service that is not headless needs one.
+func HasClientService(inst *linv1.Installation) bool { return len(inst.Spec.Ports) > 0 }
+
+// Endpoint is the DNS name of the client Service; empty when there is none.
 func Endpoint(inst *linv1.Installation, clusterDomain string) string {
+	if !HasClientService(inst) {
+		return ""
+	}
 	return fmt.Sprintf("%s.%s.svc.%s", ClientServiceName(inst), inst.Namespace, clusterDomain)
 }
 

@@ -90,7 +90,14 @@ func TestBadInstallationsAreRejectedNamingTheField(t *testing.T) {
 		{"shards over 64", "", with(func(s map[string]any) { s["shards"] = int64(65) }), "spec.shards"},
 		{"name longer than 40", strings.Repeat("a", 41), validSpec(), "metadata.name must be at most 40"},
 		{"name not a DNS-1035 label", "1abc", validSpec(), "metadata.name must be a DNS-1035 label"},
-		{"ports missing", "", with(func(s map[string]any) { delete(s, "ports") }), "spec.ports"},
+		{"a NodePort Service without ports", "", with(func(s map[string]any) {
+			delete(s, "ports")
+			s["service"] = map[string]any{"type": "NodePort"}
+		}), "spec.service.type NodePort or LoadBalancer needs spec.ports"},
+		{"a LoadBalancer Service with empty ports", "", with(func(s map[string]any) {
+			s["ports"] = []any{}
+			s["service"] = map[string]any{"type": "LoadBalancer"}
+		}), "spec.service.type NodePort or LoadBalancer needs spec.ports"},
 		{"port name upper case", "", with(func(s map[string]any) { s["ports"] = port(map[string]any{"name": "HTTP"}) }), "spec.ports[0].name"},
 		{"port name too long", "", with(func(s map[string]any) { s["ports"] = port(map[string]any{"name": "abcdefghijklmnop"}) }), "spec.ports[0].name"},
 		{"port name without a letter", "", with(func(s map[string]any) { s["ports"] = port(map[string]any{"name": "8080"}) }), "spec.ports[0].name"},
@@ -315,6 +322,8 @@ func TestNewFieldsAreExplained(t *testing.T) {
 		"spec.service.loadBalancerSourceRanges": "limit the clients of a LoadBalancer Service",
 		"spec.service.loadBalancerClass":        "It cannot change once set",
 		"spec.ports.nodePort":                   "fixes the node port of the client Service",
+		"spec.ports":                            "With none there is no client Service",
+		"status.endpoint":                       "empty when spec.ports has none",
 		"spec.headlessService.labels":           "Labels added to the objects",
 		"spec.statefulSets.annotations":         "Annotations added to the objects",
 		"spec.storage.labels":                   "backup tools select claims by label",

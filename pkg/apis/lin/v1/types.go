@@ -43,7 +43,8 @@ type Installation struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage)",message="spec.storage cannot be added or removed after creation"
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || self.storage.mountPath != self.configMountPath",message="spec.storage.mountPath must differ from spec.configMountPath"
-// +kubebuilder:validation:XValidation:rule="self.service.type == 'NodePort' || self.service.type == 'LoadBalancer' || self.ports.all(p, !has(p.nodePort))",message="spec.ports[].nodePort needs spec.service.type NodePort or LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="self.service.type == 'NodePort' || self.service.type == 'LoadBalancer' || !has(self.ports) || self.ports.all(p, !has(p.nodePort))",message="spec.ports[].nodePort needs spec.service.type NodePort or LoadBalancer"
+// +kubebuilder:validation:XValidation:rule="self.service.type == 'ClusterIP' || (has(self.ports) && size(self.ports) > 0)",message="spec.service.type NodePort or LoadBalancer needs spec.ports: with no ports there is no client Service"
 type InstallationSpec struct {
 	// Image is the application container image.
 	// +required
@@ -138,16 +139,16 @@ type InstallationSpec struct {
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// Ports are exposed by the container, the headless Service and the client Service.
-	// Names, and port numbers per protocol, are unique. At least one is needed:
-	// the client Service cannot exist without one.
-	// +required
+	// Names, and port numbers per protocol, are unique. With none there is no
+	// client Service (one the operator made is deleted) and status.endpoint is
+	// empty; the headless Service still gives each pod its DNS name.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort && q.protocol == p.protocol))",message="spec.ports: containerPort and protocol must be unique"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, (has(q.servicePort) ? q.servicePort : q.containerPort) == (has(p.servicePort) ? p.servicePort : p.containerPort) && q.protocol == p.protocol))",message="spec.ports: servicePort (or containerPort where servicePort is unset) and protocol must be unique"
-	Ports []InstallationPort `json:"ports"`
+	Ports []InstallationPort `json:"ports,omitempty"`
 
 	// Config holds the application's files, file name to content. They are
 	// mounted read-only at configMountPath; editing them rolls the pods.
@@ -170,7 +171,7 @@ type InstallationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size may grow, never shrink"
 	// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName) && self.accessModes == oldSelf.accessModes && self.mountPath == oldSelf.mountPath && has(self.labels) == has(oldSelf.labels) && (!has(self.labels) || self.labels == oldSelf.labels) && has(self.annotations) == has(oldSelf.annotations) && (!has(self.annotations) || self.annotations == oldSelf.annotations)",message="spec.storage is immutable after creation but for size, which may grow, and reclaimPolicy"
 	Storage *StorageSpec `json:"storage,omitempty"`
-	// Service configures the client Service.
+	// Service configures the client Service, which exists only when spec.ports has one.
 	// +optional
 	// +kubebuilder:default={}
 	Service ServiceSpec `json:"service,omitempty"`
@@ -515,7 +516,8 @@ type InstallationStatus struct {
 	// ConfigHash is the hash of spec.config that is rolled out.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
-	// Endpoint is the DNS name of the client Service.
+	// Endpoint is the DNS name of the client Service; empty when spec.ports
+	// has none, for then there is no client Service.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.

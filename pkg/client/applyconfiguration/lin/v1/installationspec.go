@@ -74,8 +74,9 @@ type InstallationSpecApplyConfiguration struct {
 	// topology and data), for spec.volumeMounts and the extra containers.
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 	// Ports are exposed by the container, the headless Service and the client Service.
-	// Names, and port numbers per protocol, are unique. At least one is needed:
-	// the client Service cannot exist without one.
+	// Names, and port numbers per protocol, are unique. With none there is no
+	// client Service (one the operator made is deleted) and status.endpoint is
+	// empty; the headless Service still gives each pod its DNS name.
 	Ports []InstallationPortApplyConfiguration `json:"ports,omitempty"`
 	// Config holds the application's files, file name to content. They are
 	// mounted read-only at configMountPath; editing them rolls the pods.
@@ -87,7 +88,7 @@ type InstallationSpecApplyConfiguration struct {
 	// StorageClass allows expansion) and reclaimPolicy may change; the rest
 	// is immutable.
 	Storage *StorageSpecApplyConfiguration `json:"storage,omitempty"`
-	// Service configures the client Service.
+	// Service configures the client Service, which exists only when spec.ports has one.
 	Service *ServiceSpecApplyConfiguration `json:"service,omitempty"`
 	// HeadlessService adds labels and annotations to the headless Service.
 	HeadlessService *ObjectLabelsApplyConfiguration `json:"headlessService,omitempty"`

@@ -49,7 +49,8 @@ type InstallationStatusApplyConfiguration struct {
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 	// ConfigHash is the hash of spec.config that is rolled out.
 	ConfigHash *string `json:"configHash,omitempty"`
-	// Endpoint is the DNS name of the client Service.
+	// Endpoint is the DNS name of the client Service; empty when spec.ports
+	// has none, for then there is no client Service.
 	Endpoint *string `json:"endpoint,omitempty"`
 	// Conditions are Ready, Progressing and Degraded.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
