@@ -13,8 +13,13 @@ import (
 // The names and labels are those of Kubernetes' own components, so that
 // their dashboards work for the operator too.
 
+// latencyBuckets are those of Kubernetes' components for request latencies,
+// 5ms to a minute.
+var latencyBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
+
 // registerClientMetrics hands client-go the request metrics: the count by
-// HTTP method and response code, and the latency by verb.
+// HTTP method and response code, the latency by verb, and the wait for the
+// client's rate limiter by verb.
 func registerClientMetrics(reg prometheus.Registerer) {
 	results := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rest_client_requests_total",
@@ -23,12 +28,20 @@ func registerClientMetrics(reg prometheus.Registerer) {
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rest_client_request_duration_seconds",
 		Help:    "Latency of requests to the API server, by verb and host.",
-		Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60},
+		Buckets: latencyBuckets,
 	}, []string{"verb", "host"})
-	reg.MustRegister(results, latency)
+	// Time a request waited for the client's own rate limit (--kube-api-qps
+	// and --kube-api-burst) before it was sent: client-side throttling.
+	throttled := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "rest_client_rate_limiter_duration_seconds",
+		Help:    "Time requests to the API server waited for the client's rate limiter, by verb and host.",
+		Buckets: latencyBuckets,
+	}, []string{"verb", "host"})
+	reg.MustRegister(results, latency, throttled)
 	clientmetrics.Register(clientmetrics.RegisterOpts{
-		RequestResult:  resultAdapter{results},
-		RequestLatency: latencyAdapter{latency},
+		RequestResult:      resultAdapter{results},
+		RequestLatency:     latencyAdapter{latency},
+		RateLimiterLatency: latencyAdapter{throttled},
 	})
 }
 

@@ -21,6 +21,14 @@ var installationsDesc = prometheus.NewDesc(Prefix+"installations",
 	"Installations this operator reconciles (its namespaces and --installation-selector), by status phase.",
 	[]string{"phase"}, nil)
 
+// conditionDesc describes the conditions of each Installation, one series
+// per condition (three per Installation), as kube-state-metrics exports
+// those of Deployments: alerts can name the Installation that is Degraded or
+// whose rollout stalled.
+var conditionDesc = prometheus.NewDesc(Prefix+"installation_condition",
+	"1 for each condition of an Installation's status, by namespace, installation, type, status and reason.",
+	[]string{"namespace", "installation", "type", "status", "reason"}, nil)
+
 // installationCollector counts the Installations in the informer caches at
 // each scrape, which needs no bookkeeping as they change.
 type installationCollector struct {
@@ -29,13 +37,16 @@ type installationCollector struct {
 }
 
 // NewInstallationCollector returns a collector of the Installations that list
-// returns, by phase. list should read from a cache, not the API server.
+// returns: their count by phase and the conditions of each. list should read from a cache, not the API server.
 func NewInstallationCollector(list func() ([]*linv1.Installation, error)) prometheus.Collector {
 	return installationCollector{list: list}
 }
 
 // Describe implements prometheus.Collector.
-func (c installationCollector) Describe(ch chan<- *prometheus.Desc) { ch <- installationsDesc }
+func (c installationCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- installationsDesc
+	ch <- conditionDesc
+}
 
 // Collect implements prometheus.Collector.
 func (c installationCollector) Collect(ch chan<- prometheus.Metric) {
@@ -43,6 +54,12 @@ func (c installationCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(installationsDesc, err)
 		return
+	}
+	for _, inst := range insts {
+		for _, cond := range inst.Status.Conditions {
+			ch <- prometheus.MustNewConstMetric(conditionDesc, prometheus.GaugeValue, 1,
+				inst.Namespace, inst.Name, cond.Type, string(cond.Status), cond.Reason)
+		}
 	}
 	counts := map[string]int{}
 	for _, p := range phases {

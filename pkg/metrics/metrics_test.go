@@ -2,14 +2,17 @@ package metrics
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -63,8 +66,14 @@ func TestHandlerServesWorkqueueReconcileAndPhaseMetrics(t *testing.T) {
 	phase := func(p linv1.Phase) *linv1.Installation {
 		return &linv1.Installation{Status: linv1.InstallationStatus{Phase: p}}
 	}
+	degraded := phase(linv1.PhaseDegraded)
+	degraded.Namespace, degraded.Name = "ns", "demo"
+	degraded.Status.Conditions = []metav1.Condition{
+		{Type: linv1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "ApplyFailed"},
+		{Type: linv1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: "RolloutStalled"},
+	}
 	list := func() ([]*linv1.Installation, error) {
-		return []*linv1.Installation{phase(linv1.PhaseReady), phase(linv1.PhaseReady), phase("")}, nil
+		return []*linv1.Installation{phase(linv1.PhaseReady), phase(linv1.PhaseReady), phase(""), degraded}, nil
 	}
 	h, err := Handler(NewInstallationCollector(list))
 	if err != nil {
@@ -88,8 +97,20 @@ func TestHandlerServesWorkqueueReconcileAndPhaseMetrics(t *testing.T) {
 			t.Errorf("%s{%s=%q} = %g, want at least %g", c.family, c.label, c.value, got, c.min)
 		}
 	}
-	if got := value(t, families, Prefix+"installations", "phase", string(linv1.PhaseDegraded)); got != 0 {
-		t.Errorf("Degraded Installations = %g, want 0", got)
+	if got := value(t, families, Prefix+"installations", "phase", string(linv1.PhaseStopped)); got != 0 {
+		t.Errorf("Stopped Installations = %g, want 0", got)
+	}
+	var conditions []map[string]string
+	for _, m := range families[Prefix+"installation_condition"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		conditions = append(conditions, labels)
+	}
+	want := map[string]string{"namespace": "ns", "installation": "demo", "type": "Degraded", "status": "True", "reason": "ApplyFailed"}
+	if len(conditions) != 2 || !slices.ContainsFunc(conditions, func(l map[string]string) bool { return maps.Equal(l, want) }) {
+		t.Errorf("installation_condition series %v, want the two conditions of the Degraded one, one of them %v", conditions, want)
 	}
 }
 
