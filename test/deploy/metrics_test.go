@@ -58,14 +58,19 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 		{metrics.Prefix + "installations", map[string]string{"phase": "Ready"}, 1},
 		{metrics.Prefix + "installations", map[string]string{"phase": "Degraded"}, 1},
 		{"leader_election_master_status", map[string]string{"name": lease}, 1},
+		{"rest_client_rate_limiter_duration_seconds", map[string]string{"verb": "POST"}, 1},
+		{metrics.Prefix + "installation_condition", map[string]string{"namespace": ns, "installation": "taken",
+			"type": linv1.ConditionDegraded, "status": "True"}, 1},
 	}
+	var scraped metricFamilies
 	harness.Eventually(t, timeout, "the metrics to show the reconciles", func(ctx context.Context) (bool, error) {
-		m, err := op.metrics(ctx)
-		if err != nil {
+		var err error
+		if scraped, err = op.metrics(ctx); err != nil {
 			return false, err
 		}
-		return true, missing(m, want)
+		return true, missing(scraped, want)
 	})
+	checkMonitoringServed(t, scraped)
 
 	resp, err := http.Get(op.metricsURL + "/metrics")
 	if err != nil {
