@@ -84,7 +84,10 @@ var schemaInvalid = []badCase{
 	{what: "replicas 1001", change: set("replicas", int64(1001)), rejected: "spec.replicas"},
 	{what: "shards negative", change: set("shards", int64(-1)), rejected: "spec.shards"},
 	{what: "shards a fraction", change: set("shards", 1.5), rejected: "spec.shards"},
-	{what: "no ports", change: set("ports", []any{}), rejected: "spec.ports"},
+	{what: "NodePort without ports", change: func(o map[string]any) {
+		set("ports", []any{})(o)
+		set("service.type", "NodePort")(o)
+	}, rejected: "spec.service.type NodePort or LoadBalancer needs spec.ports"},
 	{what: "33 ports", change: set("ports", manyPorts(33)), rejected: "spec.ports"},
 	{what: "port name starting with a dash", change: set("ports", []any{port("-http", 80)}), rejected: "spec.ports[0].name"},
 	{what: "port name empty", change: set("ports", []any{port("", 80)}), rejected: "spec.ports[0].name"},
