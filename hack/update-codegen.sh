@@ -32,3 +32,12 @@ kube::codegen::gen_client \
 
 rm -rf "$root/deploy/crds"
 go tool controller-gen crd:crdVersions=v1 paths="./pkg/apis/..." output:crd:artifacts:config=deploy/crds
+
+# The Helm chart carries copies of what deploy/ holds, for Helm reads only
+# the chart's own folder: the CRD in crds/ (Helm's convention) and the alerts
+# and the dashboard of deploy/monitoring, which its templates read.
+chart=charts/lin-operator
+rm -rf "$chart/crds" "$chart/files"
+mkdir -p "$chart/crds" "$chart/files"
+cp deploy/crds/*.yaml "$chart/crds/"
+cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/dashboard.json "$chart/files/"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when the committed generated code or CRD YAML is not what
+# Fails when the committed generated code, CRD YAML or the chart's copies are not what
 # hack/update-codegen.sh makes from the current API types: it regenerates in a
 # copy of the tree and compares.
 set -euo pipefail
@@ -13,7 +13,7 @@ git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t 
 "$tmp/hack/update-codegen.sh" >/dev/null
 
 status=0
-for dir in pkg/apis pkg/client deploy/crds; do
+for dir in pkg/apis pkg/client deploy/crds charts/lin-operator/crds charts/lin-operator/files; do
 	if ! diff -ruN "$root/$dir" "$tmp/$dir"; then
 		status=1
 	fi

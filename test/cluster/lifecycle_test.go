@@ -24,20 +24,7 @@ const timeout = 2 * time.Minute
 // waitPhase waits until the Installation reports phase with its current generation.
 func waitPhase(t *testing.T, ns, name string, phase linv1.Phase) *linv1.Installation {
 	t.Helper()
-	var inst *linv1.Installation
-	harness.Eventually(t, timeout, fmt.Sprintf("Installation %s to be %s", name, phase), func(ctx context.Context) (bool, error) {
-		var err error
-		inst, err = linClient.LinV1().Installations(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if inst.Status.ObservedGeneration != inst.Generation || inst.Status.Phase != phase {
-			return false, fmt.Errorf("generation %d observed %d, phase %q, ready %q",
-				inst.Generation, inst.Status.ObservedGeneration, inst.Status.Phase, inst.Status.Ready)
-		}
-		return true, nil
-	})
-	return inst
+	return harness.WaitPhase(t, linClient, ns, name, phase, timeout)
 }
 
 func TestShardedInstallationBecomesReadyAndItsDeletionKeepsRetainedClaims(t *testing.T) {

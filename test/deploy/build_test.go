@@ -2,58 +2,15 @@ package deploy
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"lin.dev/lin-operator/test/harness"
 )
-
-// makeVariables reads the simple assignments (NAME := value, NAME ?= value,
-// NAME = value) of a Makefile.
-func makeVariables(makefile string) map[string]string {
-	vars := map[string]string{}
-	assign := regexp.MustCompile(`^([A-Z_]+)\s*[:?]?=\s*(.*)$`)
-	for _, line := range strings.Split(makefile, "\n") {
-		if m := assign.FindStringSubmatch(line); m != nil {
-			vars[m[1]] = strings.TrimSpace(m[2])
-		}
-	}
-	return vars
-}
-
-// expandMake replaces $(NAME) in s with the variables' values, recursively.
-func expandMake(s string, vars map[string]string) string {
-	ref := regexp.MustCompile(`\$\(([A-Z_]+)\)`)
-	for range 10 {
-		next := ref.ReplaceAllStringFunc(s, func(r string) string { return vars[r[2:len(r)-1]] })
-		if next == s {
-			break
-		}
-		s = next
-	}
-	return s
-}
-
-// makefileBuild returns the build target's command line, expanded: the
-// Makefile's GO_BUILD with the output and the package.
-func makefileBuild(root string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		return "", err
-	}
-	makefile := string(data)
-	recipe := regexp.MustCompile(`(?m)^build:.*\n\t(.*)$`).FindStringSubmatch(makefile)
-	if recipe == nil {
-		return "", errors.New("the Makefile has no build target")
-	}
-	vars := makeVariables(makefile)
-	vars["GO"] = "go"
-	return expandMake(recipe[1], vars), nil
-}
 
 // dockerfileBuild returns the Dockerfile's RUN command that runs go build.
 func dockerfileBuild(root string) (string, error) {
@@ -70,78 +27,8 @@ func dockerfileBuild(root string) (string, error) {
 	return "", errors.New("the Dockerfile runs no go build")
 }
 
-// splitWords splits a shell command line into words, honouring single and
-// double quotes (without escapes, which the build commands do not use).
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var word strings.Builder
-	inWord := false
-	var quote rune
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			word.WriteRune(r)
-		case r == '"' || r == '\'':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t':
-			if inWord {
-				words = append(words, word.String())
-				word.Reset()
-				inWord = false
-			}
-		default:
-			word.WriteRune(r)
-			inWord = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated quote in %q", s)
-	}
-	if inWord {
-		words = append(words, word.String())
-	}
-	return words, nil
-}
-
-// buildCommand splits a build command line into its environment
-// assignments and its argv, with the output path after -o replaced by out.
-func buildCommand(line, out string) (envs, argv []string, err error) {
-	words, err := splitWords(line)
-	if err != nil {
-		return nil, nil, err
-	}
-	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
-		envs, words = append(envs, words[0]), words[1:]
-	}
-	if i := slices.Index(words, "-o"); i >= 0 && i+1 < len(words) {
-		words[i+1] = out
-	}
-	return envs, words, nil
-}
-
-// buildOperator builds the operator into out with the Makefile's command.
-func buildOperator(root, out string) error {
-	line, err := makefileBuild(root)
-	if err != nil {
-		return err
-	}
-	envs, argv, err := buildCommand(line, out)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), envs...)
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", line, err, output)
-	}
-	return nil
-}
-
 func TestDockerfileBuildsAsTheMakefileDoes(t *testing.T) {
-	makeLine, err := makefileBuild(repoRoot)
+	makeLine, err := harness.MakefileBuild(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +36,11 @@ func TestDockerfileBuildsAsTheMakefileDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	makeEnv, makeArgv, err := buildCommand(makeLine, "OUT")
+	makeEnv, makeArgv, err := harness.BuildCommand(makeLine, "OUT")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dockerEnv, dockerArgv, err := buildCommand(dockerLine, "OUT")
+	dockerEnv, dockerArgv, err := harness.BuildCommand(dockerLine, "OUT")
 	if err != nil {
 		t.Fatal(err)
 	}

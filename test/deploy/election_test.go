@@ -25,7 +25,7 @@ const leaseDuration = 15 * time.Second
 // never meet, followed by extra.
 func operatorArgs(t *testing.T, ns, lease string, extra ...string) []string {
 	t.Helper()
-	args := deploymentArgs(t, render(t, filepath.Join(repoRoot, "deploy")))
+	args := harness.DeploymentArgs(t, render(t, filepath.Join(repoRoot, "deploy")))
 	args = append(args, "--namespace="+ns, "--leader-election-id="+lease)
 	return append(args, extra...)
 }
@@ -34,7 +34,7 @@ func operatorArgs(t *testing.T, ns, lease string, extra ...string) []string {
 // operatorArgs and waits until it leads.
 func startLeader(t *testing.T, name, ns, lease string, extra ...string) *operatorProcess {
 	t.Helper()
-	kubeconfig := serviceAccountKubeconfig(t, systemNamespace, operatorName)
+	kubeconfig := harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, systemNamespace, operatorName)
 	op := startOperator(t, name, kubeconfig, operatorArgs(t, ns, lease, extra...)...)
 	op.waitLeading(t, lease, timeout)
 	return op
@@ -65,7 +65,7 @@ func assertFollower(t *testing.T, p *operatorProcess, lease string) {
 func TestOnlyTheLeaderWritesAndAFollowerTakesOverAfterSIGKILLAndSIGTERM(t *testing.T) {
 	install(t)
 	ns := harness.Namespace(t, testEnv.Client)
-	kubeconfig := serviceAccountKubeconfig(t, systemNamespace, operatorName)
+	kubeconfig := harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, systemNamespace, operatorName)
 	const lease = "election-test"
 	args := operatorArgs(t, ns, lease)
 

@@ -1,11 +1,8 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,14 +11,12 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"lin.dev/lin-operator/test/harness"
 )
@@ -74,75 +69,7 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		obj := map[string]any{}
-		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
-		}
-		if len(obj) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: obj})
-		}
-	}
-}
-
-// typed converts the one object of kind in objs into out.
-func typed(t *testing.T, objs []*unstructured.Unstructured, kind string, out any) {
-	t.Helper()
-	for _, u := range objs {
-		if u.GetKind() == kind {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-				t.Fatalf("converting %s %s: %v", kind, u.GetName(), err)
-			}
-			return
-		}
-	}
-	t.Fatalf("the kustomization makes no %s", kind)
-}
-
-// deploymentArgs returns the arguments of the operator container of the
-// Deployment in objs, with $(VAR) references expanded as the kubelet
-// expands them, from the container's environment.
-func deploymentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
-	t.Helper()
-	var d appsv1.Deployment
-	typed(t, objs, "Deployment", &d)
-	c := d.Spec.Template.Spec.Containers[0]
-	var pairs []string
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			pairs = append(pairs, "$("+e.Name+")", e.Value)
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			pairs = append(pairs, "$("+e.Name+")", d.Namespace)
-		}
-	}
-	expand := strings.NewReplacer(pairs...)
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = expand.Replace(a)
-	}
-	return args
-}
-
-// waitDeploymentAvailable waits until every replica of the operator's
-// Deployment in namespace runs and is ready.
-func waitDeploymentAvailable(t *testing.T, namespace string) {
-	t.Helper()
-	harness.Eventually(t, timeout, "the operator's Deployment in "+namespace+" to be available", func(ctx context.Context) (bool, error) {
-		d, err := testEnv.Client.AppsV1().Deployments(namespace).Get(ctx, operatorName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		want := *d.Spec.Replicas
-		if d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != want || d.Status.UpdatedReplicas != want {
-			return false, fmt.Errorf("%d of %d replicas available: %+v", d.Status.AvailableReplicas, want, d.Status.Conditions)
-		}
-		return true, nil
-	})
+	return harness.DecodeObjects(t, "kubectl kustomize "+dir, out)
 }
 
 // restrictedViolation is a pod that Pod Security `restricted` refuses.
@@ -169,7 +96,7 @@ func TestApplyInstallsEverythingAndThePodsPassRestricted(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
 		t.Fatalf("a pod that violates restricted was not refused in %s: %v", systemNamespace, err)
 	}
-	waitDeploymentAvailable(t, systemNamespace)
+	harness.WaitDeploymentAvailable(t, testEnv.Client, systemNamespace, operatorName, timeout)
 	pods, err := testEnv.Client.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + operatorName})
 	if err != nil {
 		t.Fatal(err)
@@ -194,9 +121,9 @@ func TestApplyInstallsEverythingAndThePodsPassRestricted(t *testing.T) {
 
 func TestRBACHasNoWildcardsAndTheRoleMatchesTheClusterRole(t *testing.T) {
 	var clusterRole rbacv1.ClusterRole
-	typed(t, render(t, filepath.Join(repoRoot, "deploy")), "ClusterRole", &clusterRole)
+	harness.Typed(t, render(t, filepath.Join(repoRoot, "deploy")), "ClusterRole", &clusterRole)
 	var role rbacv1.Role
-	typed(t, render(t, filepath.Join(repoRoot, "deploy", "namespaced")), "Role", &role)
+	harness.Typed(t, render(t, filepath.Join(repoRoot, "deploy", "namespaced")), "Role", &role)
 	if !slices.EqualFunc(clusterRole.Rules, role.Rules, func(a, b rbacv1.PolicyRule) bool {
 		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs)
 	}) {
@@ -237,6 +164,6 @@ func namespacedInstall(t *testing.T, namespace string) []*unstructured.Unstructu
 	if _, err := testEnv.Kubectl(t.Context(), "apply", "--server-side", "-k", overlay); err != nil {
 		t.Fatal(err)
 	}
-	waitDeploymentAvailable(t, namespace)
+	harness.WaitDeploymentAvailable(t, testEnv.Client, namespace, operatorName, timeout)
 	return render(t, overlay)
 }

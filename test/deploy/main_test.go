@@ -13,6 +13,7 @@ import (
 
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	"lin.dev/lin-operator/test/env"
+	"lin.dev/lin-operator/test/harness"
 )
 
 var (
@@ -48,7 +49,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(bin)
 	operatorBinary = filepath.Join(bin, "lin-operator")
-	if err := buildOperator(root, operatorBinary); err != nil {
+	if err := harness.BuildOperator(root, operatorBinary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"lin.dev/lin-operator/test/harness"
 )
 
 // monitoringDir holds the ServiceMonitor, the alerts and the dashboard.
@@ -241,7 +243,7 @@ func TestAlertsPageOnWhatAPlatformTeamWatches(t *testing.T) {
 func TestTheServiceMonitorScrapesTheOperatorsMetricsPort(t *testing.T) {
 	objs := render(t, filepath.Join(repoRoot, monitoringDir))
 	var svc corev1.Service
-	typed(t, objs, "Service", &svc)
+	harness.Typed(t, objs, "Service", &svc)
 	var monitor *unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "ServiceMonitor" {
@@ -267,7 +269,7 @@ func TestTheServiceMonitorScrapesTheOperatorsMetricsPort(t *testing.T) {
 
 	// The Service reaches the Deployment's metrics port.
 	var deployment appsv1.Deployment
-	typed(t, render(t, filepath.Join(repoRoot, "deploy")), "Deployment", &deployment)
+	harness.Typed(t, render(t, filepath.Join(repoRoot, "deploy")), "Deployment", &deployment)
 	operatorPod := deployment.Spec.Template
 	for k, v := range svc.Spec.Selector {
 		if operatorPod.Labels[k] != v {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"lin.dev/lin-operator/test/harness"
 )
@@ -163,27 +157,4 @@ func (p *operatorProcess) waitLeading(t *testing.T, lease string, timeout time.D
 		return p.leading(ctx, lease)
 	})
 	return time.Since(start)
-}
-
-// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
-// ServiceAccount namespace/name with a token from the TokenRequest API, as
-// a pod of the Deployment would.
-func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
-	t.Helper()
-	tr, err := testEnv.Client.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
-		metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", namespace, name, err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["env"] = &clientcmdapi.Cluster{Server: testEnv.Config.Host, CertificateAuthorityData: testEnv.Config.CAData}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "env", AuthInfo: name, Namespace: namespace}
-	cfg.CurrentContext = name
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -23,16 +23,7 @@ import (
 // waitPhase waits until the Installation reports phase for its current generation.
 func waitPhase(t *testing.T, ns, name string, phase linv1.Phase) {
 	t.Helper()
-	harness.Eventually(t, timeout, fmt.Sprintf("Installation %s/%s to be %s", ns, name, phase), func(ctx context.Context) (bool, error) {
-		inst, err := linClient.LinV1().Installations(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if inst.Status.ObservedGeneration != inst.Generation || inst.Status.Phase != phase {
-			return false, fmt.Errorf("generation %d observed %d, phase %q", inst.Generation, inst.Status.ObservedGeneration, inst.Status.Phase)
-		}
-		return true, nil
-	})
+	harness.WaitPhase(t, linClient, ns, name, phase, timeout)
 }
 
 // createInstallation creates a small Installation with labels.
@@ -157,8 +148,8 @@ func assertNothingForbidden(t *testing.T, p *operatorProcess) {
 func TestOperatorAsItsServiceAccountCompletesTheCoreScenarioInEveryNamespace(t *testing.T) {
 	install(t)
 	objs := render(t, filepath.Join(repoRoot, "deploy"))
-	kubeconfig := serviceAccountKubeconfig(t, systemNamespace, operatorName)
-	op := startOperator(t, "cluster-wide", kubeconfig, deploymentArgs(t, objs)...)
+	kubeconfig := harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, systemNamespace, operatorName)
+	op := startOperator(t, "cluster-wide", kubeconfig, harness.DeploymentArgs(t, objs)...)
 	op.waitLeading(t, operatorName, timeout)
 
 	coreScenario(t, harness.Namespace(t, testEnv.Client))
@@ -177,7 +168,7 @@ func TestNamespacedOperatorReconcilesItsNamespaceAndNothingElse(t *testing.T) {
 	// long before the scenario in ns ends.
 	createInstallation(t, elsewhere, "elsewhere", nil)
 
-	op := startOperator(t, "namespaced", serviceAccountKubeconfig(t, ns, operatorName), deploymentArgs(t, objs)...)
+	op := startOperator(t, "namespaced", harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, ns, operatorName), harness.DeploymentArgs(t, objs)...)
 	op.waitLeading(t, operatorName, timeout)
 	coreScenario(t, ns)
 

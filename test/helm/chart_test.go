@@ -1,0 +1,248 @@
+package helm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"lin.dev/lin-operator/test/harness"
+)
+
+// helm runs the helm binary of the tools folder against the control plane
+// with args and returns its standard output. Its configuration, cache and
+// repositories are in a temporary folder, so that a developer's own are
+// neither read nor changed.
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(testEnv.BinDir, "helm"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testEnv.KubeconfigPath,
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// template renders the chart as release name in namespace with the --set
+// values of set.
+func template(t *testing.T, name, namespace string, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", name, chartDir, "--namespace", namespace}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return harness.DecodeObjects(t, "helm template", helm(t, args...))
+}
+
+// kustomize renders the kustomization in the folder dir of the repository.
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := testEnv.Kubectl(t.Context(), "kustomize", filepath.Join(repoRoot, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harness.DecodeObjects(t, "kubectl kustomize "+dir, out)
+}
+
+func TestTheChartLints(t *testing.T) {
+	for _, set := range [][]string{
+		nil,
+		{"watchNamespaces={team-a,team-b}", "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
+			"metrics.grafanaDashboard.enabled=true", "extraArgs={--workers=8}"},
+	} {
+		args := []string{"lint", "--strict", chartDir}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		helm(t, args...)
+	}
+}
+
+func TestTheSchemaRefusesBadValuesNamingThem(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"replicas=-1", "/replicas"},
+		{"watchNamespaces={Team_A}", "/watchNamespaces/0"},
+		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
+		{"metrics.port=70000", "/metrics/port"},
+		{"extraArgs={workers}", "/extraArgs/0"},
+		{"replica=3", "additional properties 'replica' not allowed"},
+	} {
+		cmd := exec.CommandContext(t.Context(), filepath.Join(testEnv.BinDir, "helm"), "template", "x", chartDir, "--set", tc.set)
+		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("helm template --set %s: %v, output does not name %q:\n%s", tc.set, err, tc.want, out)
+		}
+	}
+}
+
+// roles returns the rules of each Role and ClusterRole of objs, by kind,
+// namespace and name.
+func roles(t *testing.T, objs []*unstructured.Unstructured) map[string][]rbacv1.PolicyRule {
+	t.Helper()
+	out := map[string][]rbacv1.PolicyRule{}
+	for _, o := range objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		var r rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
+			t.Fatal(err)
+		}
+		out[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = r.Rules
+	}
+	return out
+}
+
+// bindings returns the role and the subjects of each RoleBinding and
+// ClusterRoleBinding of objs, formatted, by kind, namespace and name.
+func bindings(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, o := range objs {
+		if o.GetKind() != "RoleBinding" && o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		var b rbacv1.ClusterRoleBinding
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+			t.Fatal(err)
+		}
+		out[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = fmt.Sprintf("%s %s to %+v", b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
+	}
+	return out
+}
+
+// comparableSpec returns the spec of the Deployment in objs, and its
+// container's arguments expanded, with what the chart may render
+// differently blanked: the arguments, the selectors and the pod labels,
+// which must select the Deployment's own pods.
+func comparableSpec(t *testing.T, what string, objs []*unstructured.Unstructured) (appsv1.DeploymentSpec, []string) {
+	t.Helper()
+	var d appsv1.Deployment
+	harness.Typed(t, objs, "Deployment", &d)
+	spec := *d.Spec.DeepCopy()
+	pod := &spec.Template.Spec
+	terms := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	for i := range terms {
+		term := &terms[i]
+		for k, v := range term.PodAffinityTerm.LabelSelector.MatchLabels {
+			if spec.Template.Labels[k] != v {
+				t.Errorf("%s: the anti-affinity selects %s=%s; the pods have labels %v", what, k, v, spec.Template.Labels)
+			}
+		}
+		term.PodAffinityTerm.LabelSelector = nil
+	}
+	for k, v := range spec.Selector.MatchLabels {
+		if spec.Template.Labels[k] != v {
+			t.Errorf("%s: the Deployment selects %s=%s; its pods have labels %v", what, k, v, spec.Template.Labels)
+		}
+	}
+	pod.Containers[0].Args = nil
+	// The chart's selector and pod labels add the release (instance).
+	spec.Selector, spec.Template.Labels = nil, nil
+	return spec, harness.DeploymentArgs(t, objs)
+}
+
+// TestTemplateRendersWhatDeployDoes renders the chart with its default
+// values, for every namespace and for one, and the kustomizations of
+// deploy/ that install the same: the operator's Deployment (pod, container,
+// expanded arguments), its rules and its bindings must be the same, so that
+// the two installs never drift apart.
+func TestTemplateRendersWhatDeployDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name, dir, namespace string
+		set                  []string
+	}{
+		{"every namespace", "deploy", "lin-system", nil},
+		{"one namespace", "deploy/namespaced", "lin-apps", []string{"watchNamespaces={lin-apps}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// deploy/ names the image lin-operator:latest, for kustomize edit set image to change.
+			chart := template(t, "lin-operator", tc.namespace, append(tc.set, "image.tag=latest")...)
+			kust := kustomize(t, tc.dir)
+
+			chartSpec, chartArgs := comparableSpec(t, "the chart", chart)
+			kustSpec, kustArgs := comparableSpec(t, tc.dir, kust)
+			if !equality.Semantic.DeepEqual(chartSpec, kustSpec) {
+				t.Errorf("the chart's Deployment differs from %s's:\nchart: %+v\n%s: %+v", tc.dir, chartSpec, tc.dir, kustSpec)
+			}
+			if !slices.Equal(chartArgs, kustArgs) {
+				t.Errorf("the chart runs the operator with %q, %s with %q", chartArgs, tc.dir, kustArgs)
+			}
+			for what, pair := range map[string][2]any{
+				"Roles and ClusterRoles": {roles(t, chart), roles(t, kust)},
+				"bindings":               {bindings(t, chart), bindings(t, kust)},
+			} {
+				if !equality.Semantic.DeepEqual(pair[0], pair[1]) {
+					t.Errorf("the chart's %s differ from %s's:\nchart: %+v\n%s: %+v", what, tc.dir, pair[0], tc.dir, pair[1])
+				}
+			}
+		})
+	}
+}
+
+func TestTheChartCarriesTheCRDAndTheMonitoringOfDeploy(t *testing.T) {
+	for copy, source := range map[string]string{
+		"crds/lin.dev_installations.yaml": "deploy/crds/lin.dev_installations.yaml",
+		"files/prometheusrule.yaml":       "deploy/monitoring/prometheusrule.yaml",
+		"files/dashboard.json":            "deploy/monitoring/dashboard.json",
+	} {
+		got, err1 := os.ReadFile(filepath.Join(chartDir, copy))
+		want, err2 := os.ReadFile(filepath.Join(repoRoot, source))
+		if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+			t.Errorf("the chart's %s is not %s (run make generate): %v %v", copy, source, err1, err2)
+		}
+	}
+	objs := template(t, "lin-operator", "lin-system", "metrics.serviceMonitor.enabled=true",
+		"metrics.prometheusRule.enabled=true", "metrics.grafanaDashboard.enabled=true")
+	kust := kustomize(t, "deploy/monitoring")
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		var chartSpec, kustSpec map[string]any
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				chartSpec = o.Object["spec"].(map[string]any)
+			}
+		}
+		for _, o := range kust {
+			if o.GetKind() == kind {
+				kustSpec = o.Object["spec"].(map[string]any)
+			}
+		}
+		if kind == "ServiceMonitor" && chartSpec != nil {
+			// The chart selects its release's Service among others'.
+			delete(chartSpec["selector"].(map[string]any)["matchLabels"].(map[string]any), "app.kubernetes.io/instance")
+		}
+		if chartSpec == nil || !equality.Semantic.DeepEqual(chartSpec, kustSpec) {
+			t.Errorf("the chart's %s spec differs from deploy/monitoring's:\nchart: %v\ndeploy: %v", kind, chartSpec, kustSpec)
+		}
+	}
+	var chartDashboard, kustDashboard string
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" {
+			chartDashboard, _, _ = unstructured.NestedString(o.Object, "data", "lin-operator.json")
+		}
+	}
+	for _, o := range kust {
+		if o.GetKind() == "ConfigMap" {
+			kustDashboard, _, _ = unstructured.NestedString(o.Object, "data", "lin-operator.json")
+		}
+	}
+	if chartDashboard == "" || strings.TrimSpace(chartDashboard) != strings.TrimSpace(kustDashboard) {
+		t.Errorf("the chart's dashboard ConfigMap does not hold deploy/monitoring's dashboard (%d and %d bytes)", len(chartDashboard), len(kustDashboard))
+	}
+}
