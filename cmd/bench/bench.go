@@ -49,7 +49,9 @@ func newBench(o options, e *env.Env) (*bench, error) {
 	cfg := rest.CopyConfig(e.Config)
 	// A negative QPS turns client-go's rate limiter off.
 	cfg.QPS, cfg.Burst = -1, 0
-	kube, err := kubernetes.NewForConfig(cfg)
+	// The floor talks to the API server as the operator does, protobuf for
+	// Kubernetes' kinds, so that the ratio measures the operator, not an encoding.
+	kube, err := kubernetes.NewForConfig(operator.ProtobufConfig(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -57,40 +58,16 @@ func main() {
 	}
 }
 
-// benchmark starts the control plane, runs every size and layout, and writes
-// the report.
-func benchmark(ctx context.Context, o options) (err error) {
+// benchmark runs every size and layout, each on a control plane of its
+// own, and writes the report.
+func benchmark(ctx context.Context, o options) error {
 	rep := newReport(o)
-	e, err := env.Start(ctx, env.Options{
-		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := e.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
-	if err := logOperatorTo(filepath.Join(e.Dir, "logs", "operator.log")); err != nil {
-		return err
-	}
-	logf("control plane in %s (the operator's log is logs/operator.log there)", e.Dir)
-	b, err := newBench(o, e)
-	if err != nil {
-		return err
-	}
-	// The first writes to a new API server are slow (connections, caches,
-	// the CRD's storage); a floor run that is not reported absorbs that.
-	if _, err := b.floor(ctx, 50, 1); err != nil {
-		return fmt.Errorf("warming up: %w", err)
-	}
 	runs := o.runs
 	if o.large {
 		runs = append(runs, runSize{N: 10000, Shards: 1})
 	}
 	for _, size := range runs {
-		r, err := b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
+		r, err := runOnNewControlPlane(ctx, o, size)
 		if err != nil {
 			return fmt.Errorf("n=%d shards=%d: %w", size.N, size.Shards, err)
 		}
@@ -101,19 +78,50 @@ func benchmark(ctx context.Context, o options) (err error) {
 	return rep.write(o.markdown, o.jsonPath)
 }
 
+// runOnNewControlPlane starts a control plane, measures one size on it and
+// stops it. An API server and etcd that hold the objects of the runs before
+// serve each request more slowly, so a run of its own keeps the sizes
+// apart: each N is measured on a cluster that holds what that run made.
+func runOnNewControlPlane(ctx context.Context, o options, size runSize) (r run, err error) {
+	e, err := env.Start(ctx, env.Options{
+		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
+	})
+	if err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, e.Stop()) }()
+	operatorLog, err := logOperatorTo(filepath.Join(e.Dir, "logs", "operator.log"))
+	if err != nil {
+		return r, err
+	}
+	defer func() { klog.Flush(); err = errors.Join(err, operatorLog.Close()) }()
+	logf("control plane in %s (the operator's log is logs/operator.log there)", e.Dir)
+	b, err := newBench(o, e)
+	if err != nil {
+		return r, err
+	}
+	// The first writes to a new API server are slow (connections, caches,
+	// the CRD's storage); a floor run that is not reported absorbs that.
+	if _, err := b.floor(ctx, 50, 1); err != nil {
+		return r, fmt.Errorf("warming up: %w", err)
+	}
+	return b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
+}
+
 // logOperatorTo sends the operator's klog output, errors included, to a
-// file, so that its lines do not bury the benchmark's progress.
-func logOperatorTo(path string) error {
+// new file, so that its lines do not bury the benchmark's progress; the
+// caller closes it.
+func logOperatorTo(path string) (*os.File, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := flag.Set("stderrthreshold", "FATAL"); err != nil {
-		return err
+		return nil, errors.Join(err, f.Close())
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(f)
-	return nil
+	return f, nil
 }
 
 // logf prints a progress line with the time since the start.

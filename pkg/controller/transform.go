@@ -1,15 +1,14 @@
 package controller
 
 import (
-	"sync"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"lin.dev/lin-operator/pkg/resources"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // lastApplied is the annotation in which `kubectl apply` keeps a whole copy
@@ -20,11 +19,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Transform is the informers' transform. It drops from each object what the
 // operator never reads: managedFields, and kubectl's last-applied copy (a
 // status update of an Installation keeps the stored metadata whatever the
-// copy sent carries, so nothing is lost). And it makes the label and
-// annotation keys, and the operator's own label values and owner kind,
-// share one copy across the cache: the children of thousands of
-// Installations repeat them, and each decoded object holds its own copy of
-// every string. Cached objects are never changed, so sharing is safe.
+// copy sent carries, so nothing is lost). And it makes the strings that the
+// objects of the cache repeat share one copy: each decoded object holds its
+// own copy of every string, while the children of one Installation repeat
+// its name, namespace and UID in their labels, selectors and owner
+// references, and every StatefulSet repeats the words of the pod template.
+// Cached objects are never changed, so sharing is safe.
 func Transform(obj any) (any, error) {
 	m, err := apimeta.Accessor(obj)
 	if err != nil {
@@ -33,17 +33,19 @@ func Transform(obj any) (any, error) {
 	}
 	m.SetManagedFields(nil)
 	delete(m.GetAnnotations(), lastApplied)
+	m.SetNamespace(share(m.GetNamespace()))
 	shareWords(m.GetLabels(), true)
 	shareWords(m.GetAnnotations(), false)
 	refs := m.GetOwnerReferences()
 	for i := range refs {
-		refs[i].APIVersion, refs[i].Kind = vocabulary.word(refs[i].APIVersion), vocabulary.word(refs[i].Kind)
+		r := &refs[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = share(r.APIVersion), share(r.Kind), share(r.Name), types.UID(share(string(r.UID)))
 	}
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
 		shareSelector(o.Spec.Selector)
-		shareWords(o.Spec.Template.Labels, true)
-		shareWords(o.Spec.Template.Annotations, false)
+		shareTemplate(&o.Spec.Template)
+		o.Spec.ServiceName = share(o.Spec.ServiceName)
 	case *corev1.Service:
 		shareWords(o.Spec.Selector, true)
 	case *policyv1.PodDisruptionBudget:
@@ -52,19 +54,50 @@ func Transform(obj any) (any, error) {
 	return obj, nil
 }
 
-// sharedValues are the label keys whose values are few, so that those are
-// shared too; other values (names, hashes) are not repeated.
-var sharedValues = map[string]bool{resources.LabelManagedBy: true, resources.LabelName: true}
+// shareTemplate shares the words of a pod template: its labels and
+// annotation keys, and the names, paths and values its containers and
+// volumes repeat across StatefulSets.
+func shareTemplate(t *corev1.PodTemplateSpec) {
+	shareWords(t.Labels, true)
+	shareWords(t.Annotations, false)
+	for i := range t.Spec.Containers {
+		c := &t.Spec.Containers[i]
+		c.Name, c.Image, c.TerminationMessagePath = share(c.Name), share(c.Image), share(c.TerminationMessagePath)
+		for j := range c.Env {
+			e := &c.Env[j]
+			e.Name, e.Value = share(e.Name), share(e.Value)
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				f := e.ValueFrom.FieldRef
+				f.APIVersion, f.FieldPath = share(f.APIVersion), share(f.FieldPath)
+			}
+		}
+		for j := range c.Ports {
+			c.Ports[j].Name = share(c.Ports[j].Name)
+		}
+		for j := range c.VolumeMounts {
+			v := &c.VolumeMounts[j]
+			v.Name, v.MountPath = share(v.Name), share(v.MountPath)
+		}
+	}
+	for i := range t.Spec.Volumes {
+		v := &t.Spec.Volumes[i]
+		v.Name = share(v.Name)
+		if v.ConfigMap != nil {
+			v.ConfigMap.Name = share(v.ConfigMap.Name)
+		}
+	}
+}
 
-// shareWords puts the shared copy of each key of m in its place, and of the
-// values of sharedValues when labels is set. Assigning to a key that is
-// there stores the key given, so no entry is added while ranging.
+// shareWords puts the shared copy of each key of m in its place, and of
+// each value when labels is set; annotation values (hashes, whole
+// documents) are seldom repeated. Assigning to a key that is there stores
+// the key given, so no entry is added while ranging.
 func shareWords(m map[string]string, labels bool) {
 	for k, v := range m {
-		if labels && sharedValues[k] {
-			v = vocabulary.word(v)
+		if labels {
+			v = share(v)
 		}
-		m[vocabulary.word(k)] = v
+		m[share(k)] = v
 	}
 }
 
@@ -75,24 +108,12 @@ func shareSelector(s *metav1.LabelSelector) {
 	}
 }
 
-// words is a set of strings kept once each. It only grows: it holds label
-// and annotation keys and a few values, which the objects of a cluster
-// repeat, not their names.
-type words struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// vocabulary is the one set of words of the cache.
-var vocabulary = words{m: map[string]string{}}
-
-// word returns the one kept copy of s.
-func (w *words) word(s string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if kept, ok := w.m[s]; ok {
-		return kept
+// share returns the one copy of s that the cache keeps. unique holds it
+// only while something refers to it, so the words of deleted objects go
+// with them.
+func share(s string) string {
+	if s == "" {
+		return s
 	}
-	w.m[s] = s
-	return s
+	return unique.Make(s).Value()
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"lin.dev/lin-operator/pkg/resources"
 )
@@ -49,14 +50,16 @@ func TestTransformDropsWhatIsNeverReadAndSharesWords(t *testing.T) {
 		}
 	}
 
-	// Two objects decoded apart share the bytes of their label keys, of the
-	// operator's label values and of their owner's kind.
+	// Two objects decoded apart share the bytes of their label keys and
+	// values, of their owner's kind and UID, and of their namespace.
 	a, b := served.StatefulSets[0].DeepCopy(), served.StatefulSets[0].DeepCopy()
 	b.Labels = map[string]string{}
 	for k, v := range a.Labels {
 		b.Labels[string([]byte(k))] = string([]byte(v))
 	}
 	b.OwnerReferences[0].Kind = string([]byte(a.OwnerReferences[0].Kind))
+	b.OwnerReferences[0].UID = types.UID([]byte(a.OwnerReferences[0].UID))
+	b.Namespace = string([]byte(a.Namespace))
 	for _, o := range []any{a, b} {
 		if _, err := Transform(o); err != nil {
 			t.Fatal(err)
@@ -67,8 +70,13 @@ func TestTransformDropsWhatIsNeverReadAndSharesWords(t *testing.T) {
 			t.Errorf("the label key %q of two StatefulSets is held twice", k)
 		}
 	}
-	managedBy := resources.LabelManagedBy
-	if bytesOf(a.Labels[managedBy]) != bytesOf(b.Labels[managedBy]) || bytesOf(a.OwnerReferences[0].Kind) != bytesOf(b.OwnerReferences[0].Kind) {
-		t.Error("the managed-by label value or the owner kind of two StatefulSets is held twice")
+	for _, k := range []string{resources.LabelManagedBy, resources.LabelInstance} {
+		if bytesOf(a.Labels[k]) != bytesOf(b.Labels[k]) {
+			t.Errorf("the value of the label %s of two StatefulSets is held twice", k)
+		}
+	}
+	ra, rb := a.OwnerReferences[0], b.OwnerReferences[0]
+	if bytesOf(ra.Kind) != bytesOf(rb.Kind) || bytesOf(string(ra.UID)) != bytesOf(string(rb.UID)) || bytesOf(a.Namespace) != bytesOf(b.Namespace) {
+		t.Error("the owner's kind or UID, or the namespace, of two StatefulSets is held twice")
 	}
 }

@@ -9,9 +9,9 @@ const (
 	// DefaultWorkers is the number of Installations reconciled at once.
 	DefaultWorkers = 4
 	// DefaultQPS is the steady rate of requests to the API server. A new
-	// Installation costs about three requests per child (a dry run, the
-	// create, an event): with much less, the client, not the API server,
-	// sets the pace of a mass creation.
+	// Installation costs a create per child, a status update and an event,
+	// 8 requests for one shard: with much less, the client, not the API
+	// server, sets the pace of a mass creation.
 	DefaultQPS = 500
 	// DefaultBurst is how many requests may go above DefaultQPS in a burst.
 	DefaultBurst = 1000

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -87,7 +88,7 @@ type Operator struct {
 func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	// Before the clients and the queue are made: they take their metrics then.
 	metrics.Register()
-	kubeClient, err := kubernetes.NewForConfig(restConfig)
+	kubeClient, err := kubernetes.NewForConfig(ProtobufConfig(restConfig))
 	if err != nil {
 		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
 	}
@@ -104,7 +105,7 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	// 10 minutes) and resumes them from the last version seen.
 	watchConfig := rest.CopyConfig(restConfig)
 	watchConfig.Timeout = 0
-	kubeWatchClient, err := kubernetes.NewForConfig(watchConfig)
+	kubeWatchClient, err := kubernetes.NewForConfig(ProtobufConfig(watchConfig))
 	if err != nil {
 		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
 	}
@@ -130,7 +131,7 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 		broadcaster.Shutdown()
 		return nil, err
 	}
-	leaseClient, err := kubernetes.NewForConfig(restConfig)
+	leaseClient, err := kubernetes.NewForConfig(ProtobufConfig(restConfig))
 	if err != nil {
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("making the Lease client: %w", err)
@@ -140,6 +141,18 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 		leaseClient: leaseClient, watchdog: leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout),
 		installations: cachedInstallations(inf),
 	}, nil
+}
+
+// ProtobufConfig returns a copy of cfg that talks protobuf, for the clients of
+// Kubernetes' own kinds, as kube-controller-manager's do: the API server
+// encodes it, and the operator decodes it, at a fraction of JSON's cost,
+// which tells most when the caches list every child on a start. The
+// Installations' client stays on JSON, the one encoding of custom resources.
+func ProtobufConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
 }
 
 // watchdogTimeout is how long past its lease duration a leader that cannot
