@@ -24,6 +24,7 @@ type options struct {
 	resyncPeriod         time.Duration
 	qps                  float64
 	burst                int
+	compression          bool
 	clusterDomain        string
 	installationSelector string
 
@@ -68,6 +69,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How often every Installation is reconciled again although nothing changed (0: never).")
 	fs.Float64Var(&o.qps, "kube-api-qps", operator.DefaultQPS, "Steady requests per second to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", operator.DefaultBurst, "Requests allowed in a burst above --kube-api-qps.")
+	fs.BoolVar(&o.compression, "kube-api-compression", false,
+		"Let the API server gzip its answers: worth it only over a slow network, for it costs the API server CPU on every watched write.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "The cluster's DNS domain, used in pod and Service names.")
 	fs.StringVar(&o.installationSelector, "installation-selector", "",
 		"Label selector of the Installations this operator reconciles; empty: all. "+

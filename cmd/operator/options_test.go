@@ -79,4 +79,7 @@ func TestOperatorConfig(t *testing.T) {
 	if parse(t).operatorConfig().LeaderElection != nil {
 		t.Error("leader election is on without --leader-elect")
 	}
+	if cfg.Compression || !parse(t, "--kube-api-compression").operatorConfig().Compression {
+		t.Error("compression is on by default, or off with --kube-api-compression")
+	}
 }

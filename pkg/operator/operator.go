@@ -58,6 +58,12 @@ type Config struct {
 	MetricsAddress string
 	// HealthAddress is where /healthz and /readyz are served; empty: nowhere.
 	HealthAddress string
+	// Compression lets the API server gzip its answers. Off by default: the
+	// API server compresses every event of a watch that began as a streamed
+	// list (as the informers' do) on its own, which costs it CPU on every
+	// write to a child, and on the network between an operator and its API
+	// server, a cluster's own, the bytes saved are not worth it.
+	Compression bool
 	// OnReconcile, if set, is told of every reconcile besides the metrics,
 	// so that tests and the benchmark can count them per Installation.
 	OnReconcile func(key cache.ObjectName, err error)
@@ -88,6 +94,8 @@ type Operator struct {
 func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	// Before the clients and the queue are made: they take their metrics then.
 	metrics.Register()
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.DisableCompression = !cfg.Compression
 	kubeClient, err := kubernetes.NewForConfig(ProtobufConfig(restConfig))
 	if err != nil {
 		return nil, fmt.Errorf("making the Kubernetes client: %w", err)

@@ -28,7 +28,7 @@ func NewRequestCounter() *RequestCounter {
 // Wrap is a rest.Config transport wrapper that counts each request.
 func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		key := requestKey(req)
+		key := RequestKey(req)
 		c.mu.Lock()
 		c.counts[key]++
 		c.mu.Unlock()
@@ -51,10 +51,10 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // writeVerbs are the verbs that change objects.
 var writeVerbs = sets.New("create", "update", "patch", "delete", "deletecollection")
 
-// requestKey names a request "verb resource[/subresource]", with the verbs
+// RequestKey names a request "verb resource[/subresource]", with the verbs
 // of the API server's audit log: get, list, watch, create, update, patch,
 // delete; a dry run's verb starts with DryRunPrefix.
-func requestKey(req *http.Request) string {
+func RequestKey(req *http.Request) string {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	// /api/v1/namespaces/ns/configmaps/name or /apis/group/version/...
 	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 1 {

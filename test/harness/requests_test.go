@@ -20,7 +20,7 @@ func TestRequestKeyNamesVerbAndResourceAsTheAPIServerDoes(t *testing.T) {
 		{http.MethodDelete, "/apis/apps/v1/namespaces/ns/statefulsets/demo-1", "delete statefulsets"},
 		{http.MethodGet, "/apis/lin.dev/v1/installations", "list installations"},
 	} {
-		if got := requestKey(httptest.NewRequest(tc.method, tc.url, nil)); got != tc.want {
+		if got := RequestKey(httptest.NewRequest(tc.method, tc.url, nil)); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.method, tc.url, got, tc.want)
 		}
 	}
