@@ -49,6 +49,9 @@ func newBench(o options, e *env.Env) (*bench, error) {
 	cfg := rest.CopyConfig(e.Config)
 	// A negative QPS turns client-go's rate limiter off.
 	cfg.QPS, cfg.Burst = -1, 0
+	// Nor gzip, as the operator's clients: the benchmark's own watch, which
+	// times both the floor and the operator, costs the API server little.
+	cfg.DisableCompression = true
 	// The floor talks to the API server as the operator does, protobuf for
 	// Kubernetes' kinds, so that the ratio measures the operator, not an encoding.
 	kube, err := kubernetes.NewForConfig(operator.ProtobufConfig(cfg))
