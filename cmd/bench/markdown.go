@@ -68,7 +68,8 @@ func (r *report) intro(b *strings.Builder) {
 		defaults = "not the command's defaults"
 	}
 	fmt.Fprintf(b, "Control plane: %s, started by test/env; nothing acts on StatefulSets, so status stays Pending. "+
-		"The operator runs in the benchmark's process with %d workers, QPS %g and burst %d (%s).\n\n%s\n",
+		"The operator runs in the benchmark's process with %d workers, QPS %g and burst %d (%s), and asks for no gzip, "+
+		"as the command does by default; so do the floor and the benchmark's watch.\n\n%s\n",
 		s.ControlPlane, s.Workers, s.QPS, s.Burst, defaults, fmt.Sprintf(method, fmt.Sprint(s.ResyncSeconds)+"s"))
 }
 
