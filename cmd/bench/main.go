@@ -3,8 +3,8 @@
 // the rate of writes): how fast it converges N Installations next to a plain
 // client writing the same objects, which requests it makes, what it writes in
 // steady state and on a restart, how long an edit takes to reach a
-// StatefulSet, and how much memory it holds with and without its informers'
-// transform and filter. It writes docs/benchmarks.md and docs/benchmarks.json.
+// StatefulSet, and how much memory it holds with and without the dropping of
+// managedFields and the label filter. It writes docs/benchmarks.md and docs/benchmarks.json.
 //
 // `make bench` runs it with the defaults and a CPU profile; `go run
 // ./cmd/bench -runs 50:1` is a quick check.

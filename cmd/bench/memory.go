@@ -31,8 +31,8 @@ import (
 type memory struct {
 	// Installations is the number of Installations in the namespace.
 	Installations int `json:"installations"`
-	// KeepManagedFields and WatchAllChildren say whether the transform and
-	// the label filter were off.
+	// KeepManagedFields and WatchAllChildren say whether the cache kept
+	// managedFields and whether the label filter was off.
 	KeepManagedFields bool `json:"keepManagedFields"`
 	WatchAllChildren  bool `json:"watchAllChildren"`
 	// HeapInuseBytes is runtime.MemStats.HeapInuse after a forced GC.
@@ -43,8 +43,8 @@ type memory struct {
 	Writes int `json:"writes"`
 }
 
-// memoryConfigs are the informer settings measured: as shipped, then without
-// the transform, without the filter, and without both.
+// memoryConfigs are the informer settings measured: as shipped, then keeping
+// managedFields, without the filter, and both.
 var memoryConfigs = []struct{ keepManagedFields, watchAllChildren bool }{
 	{false, false}, {true, false}, {false, true}, {true, true},
 }

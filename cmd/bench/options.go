@@ -58,7 +58,7 @@ type childOptions struct {
 	enabled bool
 	// kubeconfig and namespace say what the operator watches.
 	kubeconfig, namespace string
-	// keepManagedFields and watchAllChildren turn off the transform and the filter.
+	// keepManagedFields and watchAllChildren keep managedFields in the cache and turn off the filter.
 	keepManagedFields, watchAllChildren bool
 	// heapProfile, if set, names a file for a heap profile taken with the figures.
 	heapProfile string

@@ -187,7 +187,7 @@ func mergeInto(m, over map[string]string) map[string]string {
 func (c *Controller) configMapChild(l *listers) child[*corev1.ConfigMap] {
 	return child[*corev1.ConfigMap]{
 		kind: "ConfigMap",
-		get:  func(ns, name string) (*corev1.ConfigMap, error) { return l.configMaps.ConfigMaps(ns).Get(name) },
+		get:  func(ns, name string) (*corev1.ConfigMap, error) { return l.configMaps.Get(ns, name) },
 		read: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
 			return c.kubeClient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		},
@@ -214,7 +214,7 @@ func mergeConfigMap(desired, live *corev1.ConfigMap) *corev1.ConfigMap {
 func (c *Controller) serviceChild(l *listers) child[*corev1.Service] {
 	return child[*corev1.Service]{
 		kind: "Service",
-		get:  func(ns, name string) (*corev1.Service, error) { return l.services.Services(ns).Get(name) },
+		get:  func(ns, name string) (*corev1.Service, error) { return l.services.Get(ns, name) },
 		read: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
 			return c.kubeClient.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		},
@@ -284,7 +284,7 @@ func mergeService(desired, live *corev1.Service) *corev1.Service {
 func (c *Controller) statefulSetChild(l *listers) child[*appsv1.StatefulSet] {
 	return child[*appsv1.StatefulSet]{
 		kind: "StatefulSet",
-		get:  func(ns, name string) (*appsv1.StatefulSet, error) { return l.statefulSets.StatefulSets(ns).Get(name) },
+		get:  func(ns, name string) (*appsv1.StatefulSet, error) { return l.statefulSets.Get(ns, name) },
 		read: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
 			return c.kubeClient.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		},
@@ -349,7 +349,7 @@ func (c *Controller) budgetChild(l *listers) child[*policyv1.PodDisruptionBudget
 	return child[*policyv1.PodDisruptionBudget]{
 		kind: "PodDisruptionBudget",
 		get: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
-			return l.budgets.PodDisruptionBudgets(ns).Get(name)
+			return l.budgets.Get(ns, name)
 		},
 		read: func(ctx context.Context, ns, name string) (*policyv1.PodDisruptionBudget, error) {
 			return c.kubeClient.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})

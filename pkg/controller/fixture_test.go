@@ -78,8 +78,14 @@ func (f *fixture) newController() *Controller {
 		f.t.Fatal(err)
 	}
 	kube, lin := inf.Kube[metav1.NamespaceAll], inf.Lin[metav1.NamespaceAll]
-	seed := func(informer cache.SharedIndexInformer, obj any) {
-		if err := informer.GetIndexer().Add(obj); err != nil {
+	// As an informer would: through the transform, which packs each child.
+	// An Installation stays the test's own object, which the test may edit.
+	seed := func(informer cache.SharedIndexInformer, obj runtime.Object) {
+		cached, err := Transform(obj)
+		if err == nil {
+			err = informer.GetIndexer().Add(cached)
+		}
+		if err != nil {
 			f.t.Fatal(err)
 		}
 	}

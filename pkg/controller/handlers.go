@@ -3,13 +3,13 @@ package controller
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubeinformers "k8s.io/client-go/informers"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
@@ -21,13 +21,11 @@ import (
 // listers read one watched namespace's caches.
 type listers struct {
 	installations linlisters.InstallationLister
-	configMaps    corelisters.ConfigMapLister
-	services      corelisters.ServiceLister
-	statefulSets  appslisters.StatefulSetLister
-	budgets       policylisters.PodDisruptionBudgetLister
-	// setsByOwner and budgetsByOwner hold the StatefulSets and the
-	// PodDisruptionBudgets by controller (byController).
-	setsByOwner, budgetsByOwner cache.Indexer
+	// The children's caches hold them packed; these listers decode them.
+	configMaps   configMapLister
+	services     serviceLister
+	statefulSets statefulSetLister
+	budgets      budgetLister
 }
 
 // watch asks the factories of one namespace for the informers the controller
@@ -86,13 +84,11 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		synced = append(synced, reg.HasSynced)
 	}
 	return &listers{
-		installations:  insts.Lister(),
-		configMaps:     cms.Lister(),
-		services:       svcs.Lister(),
-		statefulSets:   stss.Lister(),
-		budgets:        pdbs.Lister(),
-		setsByOwner:    stss.Informer().GetIndexer(),
-		budgetsByOwner: pdbs.Informer().GetIndexer(),
+		installations: insts.Lister(),
+		configMaps:    newPackedLister[corev1.ConfigMap](cms.Informer(), corev1.Resource("configmaps")),
+		services:      newPackedLister[corev1.Service](svcs.Informer(), corev1.Resource("services")),
+		statefulSets:  newPackedLister[appsv1.StatefulSet](stss.Informer(), appsv1.Resource("statefulsets")),
+		budgets:       newPackedLister[policyv1.PodDisruptionBudget](pdbs.Informer(), policyv1.Resource("poddisruptionbudgets")),
 	}, synced, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	lininformers "lin.dev/lin-operator/pkg/client/informers/externalversions"
@@ -35,9 +34,9 @@ type InformerOptions struct {
 	ResyncPeriod time.Duration
 	// InstallationSelector is a label selector on Installations; empty selects all.
 	InstallationSelector string
-	// KeepManagedFields turns off Transform, which strips managedFields
-	// among other things. It is there to measure what the transform saves;
-	// the operator never sets it.
+	// KeepManagedFields keeps managedFields in the caches, which Transform
+	// drops. It is there to measure what dropping them saves; the operator
+	// never sets it.
 	KeepManagedFields bool
 	// WatchAllChildren lists and watches every ConfigMap, Service and
 	// StatefulSet, not only the operator's. It is there to measure what the
@@ -48,7 +47,8 @@ type InformerOptions struct {
 // NewInformers makes the factories. Child informers are filtered to the
 // operator's label, and every informer passes each object through Transform
 // before it reaches its cache. KeepManagedFields and WatchAllChildren turn
-// these off, for measuring what they save.
+// the dropping of managedFields and the filter off, for measuring what they
+// save.
 func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface, opts InformerOptions) *Informers {
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
@@ -58,10 +58,7 @@ func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface
 		Kube: map[string]kubeinformers.SharedInformerFactory{},
 		Lin:  map[string]lininformers.SharedInformerFactory{},
 	}
-	transform := cache.TransformFunc(Transform)
-	if opts.KeepManagedFields {
-		transform = nil
-	}
+	transform := transformFunc(opts)
 	childSelector := resources.ManagedBySelector
 	if opts.WatchAllChildren {
 		childSelector = ""

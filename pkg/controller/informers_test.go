@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"lin.dev/lin-operator/pkg/client/clientset/versioned/fake"
 	"lin.dev/lin-operator/pkg/resources"
@@ -32,16 +32,22 @@ func TestInformersFilterAndStripUnlessToldNotTo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kubeClient := k8sfake.NewClientset(objects[0], objects[1])
 			inf := NewInformers(kubeClient, fake.NewClientset(), tc.opts)
-			lister := inf.Kube[metav1.NamespaceAll].Core().V1().ConfigMaps().Lister()
+			informer := inf.Kube[metav1.NamespaceAll].Core().V1().ConfigMaps().Informer()
+			lister := newPackedLister[corev1.ConfigMap](informer, corev1.Resource("configmaps"))
 			inf.Start(t.Context())
 			t.Cleanup(inf.Shutdown)
 			inf.Kube[metav1.NamespaceAll].WaitForCacheSync(t.Context().Done())
 
-			cached, err := lister.List(labels.Everything())
-			if err != nil || len(cached) != tc.wantCached {
-				t.Fatalf("cached %d ConfigMaps (%v), want %d", len(cached), err, tc.wantCached)
+			keys := informer.GetIndexer().ListKeys()
+			if len(keys) != tc.wantCached {
+				t.Fatalf("cached %d ConfigMaps (%v), want %d", len(keys), keys, tc.wantCached)
 			}
-			for _, cm := range cached {
+			for _, key := range keys {
+				ns, name, _ := cache.SplitMetaNamespaceKey(key)
+				cm, err := lister.Get(ns, name)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if got := len(cm.ManagedFields) > 0; got != tc.wantManagedFields {
 					t.Errorf("%s: managedFields cached = %v, want %v", cm.Name, got, tc.wantManagedFields)
 				}

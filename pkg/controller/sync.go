@@ -240,7 +240,7 @@ func (c *Controller) recreateStatefulSet(ctx context.Context, inst *linv1.Instal
 // storage.reclaimPolicy set on them: kept under Retain, deleted under Delete.
 func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return shard < resources.Shards(inst) }
-	return deleteRemoved(ctx, c, inst, l.setsByOwner, keep, c.statefulSetChild(l), ptr.To(metav1.DeletePropagationBackground))
+	return deleteRemoved(ctx, c, inst, l.statefulSets.ByController, keep, c.statefulSetChild(l), ptr.To(metav1.DeletePropagationBackground))
 }
 
 // deleteRemovedBudgets deletes the PodDisruptionBudgets that inst controls
@@ -248,7 +248,7 @@ func (c *Controller) deleteRemovedShards(ctx context.Context, inst *linv1.Instal
 // is false.
 func (c *Controller) deleteRemovedBudgets(ctx context.Context, inst *linv1.Installation, l *listers) error {
 	keep := func(shard int32) bool { return resources.DisruptionBudgets(inst) && shard < resources.Shards(inst) }
-	return deleteRemoved(ctx, c, inst, l.budgetsByOwner, keep, c.budgetChild(l), nil)
+	return deleteRemoved(ctx, c, inst, l.budgets.ByController, keep, c.budgetChild(l), nil)
 }
 
 // deleteRemovedClientService deletes the client Service that inst controls
@@ -258,7 +258,7 @@ func (c *Controller) deleteRemovedClientService(ctx context.Context, inst *linv1
 	if resources.HasClientService(inst) {
 		return nil
 	}
-	svc, err := l.services.Services(inst.Namespace).Get(resources.ClientServiceName(inst))
+	svc, err := l.services.Get(inst.Namespace, resources.ClientServiceName(inst))
 	if apierrors.IsNotFound(err) || (err == nil && (!metav1.IsControlledBy(svc, inst) || c.leaving(svc))) {
 		return nil
 	}
@@ -272,12 +272,13 @@ func (c *Controller) deleteRemovedClientService(ctx context.Context, inst *linv1
 	return nil
 }
 
-// deleteRemoved deletes, with an event each, the children of index that inst
-// controls and whose shard keep no longer keeps, except those already going;
-// propagation, when set, says what becomes of their dependents.
-func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, index cache.Indexer,
+// deleteRemoved deletes, with an event each, the children that inst
+// controls (byController looks them up by its UID) and whose shard keep no
+// longer keeps, except those already going; propagation, when set, says what
+// becomes of their dependents.
+func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *linv1.Installation, byController func(uid string) ([]T, error),
 	keep func(shard int32) bool, k child[T], propagation *metav1.DeletionPropagation) error {
-	objs, err := removed[T](index, inst, keep)
+	objs, err := removed(byController, inst, keep)
 	if err != nil {
 		return err
 	}
@@ -295,17 +296,16 @@ func deleteRemoved[T metav1.Object](ctx context.Context, c *Controller, inst *li
 	return errors.Join(errs...)
 }
 
-// removed returns the objects of an index by controller (byController) that
-// inst controls and whose shard keep no longer keeps.
-func removed[T metav1.Object](index cache.Indexer, inst *linv1.Installation, keep func(shard int32) bool) ([]T, error) {
-	objs, err := index.ByIndex(byController, string(inst.UID))
+// removed returns the children that inst controls and whose shard keep no
+// longer keeps.
+func removed[T metav1.Object](byController func(uid string) ([]T, error), inst *linv1.Installation, keep func(shard int32) bool) ([]T, error) {
+	objs, err := byController(string(inst.UID))
 	if err != nil {
 		return nil, err
 	}
 	var out []T
-	for _, obj := range objs {
-		o, ok := obj.(T)
-		if !ok || !metav1.IsControlledBy(o, inst) {
+	for _, o := range objs {
+		if !metav1.IsControlledBy(o, inst) {
 			continue
 		}
 		if shard, err := strconv.ParseInt(o.GetLabels()[resources.LabelShard], 10, 32); err == nil && !keep(int32(shard)) {
@@ -346,7 +346,7 @@ func deleteChild[T metav1.Object](ctx context.Context, c *Controller, k child[T]
 func (c *Controller) liveShards(inst *linv1.Installation, l *listers) []*appsv1.StatefulSet {
 	shards := make([]*appsv1.StatefulSet, resources.Shards(inst))
 	for i := range shards {
-		sts, err := l.statefulSets.StatefulSets(inst.Namespace).Get(resources.StatefulSetName(inst, int32(i)))
+		sts, err := l.statefulSets.Get(inst.Namespace, resources.StatefulSetName(inst, int32(i)))
 		if err == nil && metav1.IsControlledBy(sts, inst) {
 			shards[i] = sts
 		}
