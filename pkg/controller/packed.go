@@ -55,20 +55,21 @@ func pack(o message) (*packed, error) {
 	return p, nil
 }
 
-// packedLister reads one kind of child from its informer's cache.
-type packedLister[T any, P interface {
+// decodable is a pointer to a kind of child, which its generated protobuf
+// code decodes.
+type decodable[T any] interface {
 	*T
 	Unmarshal([]byte) error
-}] struct {
+}
+
+// packedLister reads one kind of child from its informer's cache.
+type packedLister[T any, P decodable[T]] struct {
 	indexer  cache.Indexer
 	resource schema.GroupResource
 }
 
 // newPackedLister returns the lister of an informer's cache of packed children.
-func newPackedLister[T any, P interface {
-	*T
-	Unmarshal([]byte) error
-}](informer cache.SharedIndexInformer, resource schema.GroupResource) packedLister[T, P] {
+func newPackedLister[T any, P decodable[T]](informer cache.SharedIndexInformer, resource schema.GroupResource) packedLister[T, P] {
 	return packedLister[T, P]{indexer: informer.GetIndexer(), resource: resource}
 }
 
