@@ -12,6 +12,8 @@ import (
 	"path"
 	"sync"
 	"testing"
+
+	"lin.dev/lin-operator/test/harness"
 )
 
 // proxy forwards TCP connections from a port of its own to the API server.
@@ -130,7 +132,7 @@ func newWatchLog() *watchLog {
 
 // wrap is a rest.Config transport wrapper that logs into l.
 func (l *watchLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return harness.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resource := path.Base(req.URL.Path)
 		q := req.URL.Query()
 		watch := q.Get("watch") == "true"
@@ -162,12 +164,6 @@ func (l *watchLog) snapshot() (relists, tooOld map[string]int) {
 	defer l.mu.Unlock()
 	return maps.Clone(l.relists), maps.Clone(l.tooOld)
 }
-
-// roundTripperFunc adapts a function to http.RoundTripper.
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-// RoundTrip implements http.RoundTripper.
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // tooOldMarker is in the message of every "resource version too old" answer,
 // from etcd ("The resourceVersion for the provided watch is too old.") or
@@ -235,7 +231,7 @@ func (g *listGate) refusals() int {
 
 // wrap is a rest.Config transport wrapper that applies the gate.
 func (g *listGate) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return harness.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		// A list or watch names a collection: its path ends in the resource.
 		if req.Method == http.MethodGet && g.resources[path.Base(req.URL.Path)] {
 			g.mu.Lock()

@@ -27,7 +27,7 @@ func NewRequestCounter() *RequestCounter {
 
 // Wrap is a rest.Config transport wrapper that counts each request.
 func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		key := RequestKey(req)
 		c.mu.Lock()
 		c.counts[key]++
@@ -42,11 +42,11 @@ func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// roundTripperFunc adapts a function to http.RoundTripper.
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+// RoundTripperFunc adapts a function to http.RoundTripper.
+type RoundTripperFunc func(*http.Request) (*http.Response, error)
 
 // RoundTrip implements http.RoundTripper.
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f RoundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // writeVerbs are the verbs that change objects.
 var writeVerbs = sets.New("create", "update", "patch", "delete", "deletecollection")

@@ -29,7 +29,7 @@ func TestRequestKeyNamesVerbAndResourceAsTheAPIServerDoes(t *testing.T) {
 func TestRequestCounterCountsConflictsApart(t *testing.T) {
 	c := NewRequestCounter()
 	status := http.StatusOK
-	rt := c.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+	rt := c.Wrap(RoundTripperFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: status}, nil
 	}))
 	put := httptest.NewRequest(http.MethodPut, "/apis/lin.dev/v1/namespaces/ns/installations/demo/status", nil)

@@ -42,7 +42,7 @@ func startRecordingGzip(t *testing.T, ns string, compression bool) func() []stri
 	seen := map[string]bool{}
 	cfg := rest.CopyConfig(testEnv.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return harness.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			// Uncompressed: the transport asked for gzip, got it and undid it.
 			if err == nil && resp.Uncompressed {
@@ -72,9 +72,3 @@ func startRecordingGzip(t *testing.T, ns string, compression bool) func() []stri
 		return slices.DeleteFunc(keys, func(k string) bool { return !strings.HasPrefix(k, "watch ") })
 	}
 }
-
-// roundTripper adapts a function to http.RoundTripper.
-type roundTripper func(*http.Request) (*http.Response, error)
-
-// RoundTrip implements http.RoundTripper.
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
