@@ -29,7 +29,8 @@ type floorResult struct {
 // floor writes, on as many goroutines as the operator has workers and with no
 // client-side limit, what a converging operator run writes for n
 // Installations: each Installation, its children exactly as the operator
-// renders them, and one status update. Nothing is read and nothing compared,
+// renders them, and the status its first sync writes (controller.FirstStatus),
+// with the operator's field manager. Nothing is read and nothing compared,
 // so the API server alone bounds it. It is timed as the operator is, until
 // the benchmark's watch has seen every status, so that the watch costs the
 // control plane as much in both.
@@ -66,8 +67,8 @@ func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	}, err
 }
 
-// writeInstallation creates inst, then its children, then writes a status
-// that says the generation was observed.
+// writeInstallation creates inst, then its children, then writes the status
+// that the operator's first sync writes.
 func (b *bench) writeInstallation(ctx context.Context, inst *linv1.Installation) error {
 	created, err := b.lin.LinV1().Installations(inst.Namespace).Create(ctx, inst, metav1.CreateOptions{})
 	if err != nil {
@@ -77,23 +78,24 @@ func (b *bench) writeInstallation(ctx context.Context, inst *linv1.Installation)
 	if err != nil {
 		return err
 	}
+	var stored []*appsv1.StatefulSet
 	for _, obj := range children.Objects() {
-		if err := b.create(ctx, obj); err != nil {
+		sts, err := b.create(ctx, obj)
+		if err != nil {
 			return err
 		}
+		if sts != nil {
+			stored = append(stored, sts)
+		}
 	}
-	created.Status = linv1.InstallationStatus{
-		ObservedGeneration: created.Generation,
-		Phase:              linv1.PhasePending,
-		Selector:           resources.Selector(created),
-		Endpoint:           resources.Endpoint(created, clusterDomain),
-	}
-	_, err = b.lin.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	created.Status = controller.FirstStatus(created, children, stored, clusterDomain, metav1.Now())
+	_, err = b.lin.LinV1().Installations(inst.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: controller.FieldManager})
 	return err
 }
 
-// create creates one child with the operator's field manager.
-func (b *bench) create(ctx context.Context, obj resources.Object) error {
+// create creates one child with the operator's field manager, and returns
+// a StatefulSet as the API server stored it.
+func (b *bench) create(ctx context.Context, obj resources.Object) (*appsv1.StatefulSet, error) {
 	opts := metav1.CreateOptions{FieldManager: controller.FieldManager}
 	var err error
 	switch o := obj.(type) {
@@ -102,11 +104,11 @@ func (b *bench) create(ctx context.Context, obj resources.Object) error {
 	case *corev1.Service:
 		_, err = b.kube.CoreV1().Services(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.StatefulSet:
-		_, err = b.kube.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
+		return b.kube.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
 	case *policyv1.PodDisruptionBudget:
 		_, err = b.kube.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, opts)
 	default:
 		err = fmt.Errorf("no client for %T", obj)
 	}
-	return err
+	return nil, err
 }

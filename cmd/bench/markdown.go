@@ -21,7 +21,7 @@ const method = `How each figure is made:
 - **Floor**: a plain client-go writer in the same process writes, on as many
   goroutines and with no client-side limit, what the converging run writes:
   each Installation, its children exactly as resources.NewChildren renders
-  them, and one status update, and is timed the same way, until the
+  them, and the very status the operator's first sync writes, and is timed the same way, until the
   benchmark's watch has seen every status. It runs just before and just after the
   operator, each time in a fresh namespace; the floor is their mean and
   operator / floor the headline figure. Time on a shared machine is noisy:

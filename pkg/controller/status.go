@@ -85,6 +85,18 @@ func computeStatus(inst *linv1.Installation, live []*appsv1.StatefulSet, out out
 	return st
 }
 
+// FirstStatus is the status that the first sync of inst writes, once it has
+// created desired, its children, with stored, the StatefulSets as the API
+// server stored them. The benchmark's floor writes it, so that the floor
+// writes what the operator does.
+func FirstStatus(inst *linv1.Installation, desired *resources.Children, stored []*appsv1.StatefulSet,
+	clusterDomain string, now metav1.Time) linv1.InstallationStatus {
+	out := newOutcome(desired, nil)
+	none := make([]*appsv1.StatefulSet, len(desired.StatefulSets))
+	out.rolling = planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, none).rolling
+	return computeStatus(inst, stored, out, clusterDomain, now)
+}
+
 // shardRolledOut reports whether a shard's StatefulSet is the one the spec
 // renders, its controller has seen that version, and all its pods run it and
 // are ready.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -133,5 +134,26 @@ func TestComputeStatusMovesTransitionTimeOnlyOnChange(t *testing.T) {
 	}
 	if moved.ConfigHash == "" || inst.Status.ConfigHash != "" {
 		t.Errorf("configHash before rollout %q, after %q: want empty, then set", inst.Status.ConfigHash, moved.ConfigHash)
+	}
+}
+
+func TestFirstStatusIsWhatTheFirstSyncWrites(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	f.installations = append(f.installations, inst)
+	written := statusOf(t, f.run(inst, false)[0])
+
+	desired := render(t, inst)
+	var stored []*appsv1.StatefulSet
+	for _, sts := range desired.StatefulSets {
+		got, err := f.kubeClient.AppsV1().StatefulSets(sts.Namespace).Get(t.Context(), sts.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, got)
+	}
+	now := written.Conditions[0].LastTransitionTime
+	if first := FirstStatus(inst, desired, stored, clusterDomain, now); !equality.Semantic.DeepEqual(first, written) {
+		t.Errorf("FirstStatus = %+v\nthe first sync wrote %+v", first, written)
 	}
 }
