@@ -58,8 +58,8 @@ func main() {
 	}
 }
 
-// benchmark runs every size and layout, each on a control plane of its
-// own, and writes the report.
+// benchmark runs every size and layout, each phase on a control plane of
+// its own, and writes the report.
 func benchmark(ctx context.Context, o options) error {
 	rep := newReport(o)
 	runs := o.runs
@@ -67,7 +67,7 @@ func benchmark(ctx context.Context, o options) error {
 		runs = append(runs, runSize{N: 10000, Shards: 1})
 	}
 	for _, size := range runs {
-		r, err := runOnNewControlPlane(ctx, o, size)
+		r, err := measure(ctx, o, size)
 		if err != nil {
 			return fmt.Errorf("n=%d shards=%d: %w", size.N, size.Shards, err)
 		}
@@ -78,34 +78,63 @@ func benchmark(ctx context.Context, o options) error {
 	return rep.write(o.markdown, o.jsonPath)
 }
 
-// runOnNewControlPlane starts a control plane, measures one size on it and
-// stops it. An API server and etcd that hold the objects of the runs before
-// serve each request more slowly, so a run of its own keeps the sizes
-// apart: each N is measured on a cluster that holds what that run made.
-func runOnNewControlPlane(ctx context.Context, o options, size runSize) (r run, err error) {
-	e, err := env.Start(ctx, env.Options{
-		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
+// measure measures one size: the floor, the operator, and the floor again,
+// each on a control plane of its own, so that the three start alike. An API
+// server and etcd that hold more objects serve each request more slowly
+// (the ClusterIP allocator, for one, counts every address it gave on each
+// Service it makes): on one control plane the operator would start where
+// the first floor left off, and the second floor where the operator did.
+func measure(ctx context.Context, o options, size runSize) (r run, err error) {
+	var first, second floorResult
+	floor := func(f *floorResult) func(b *bench) error {
+		return func(b *bench) (err error) {
+			*f, err = b.timedFloor(ctx, size.N, size.Shards)
+			return err
+		}
+	}
+	if err := onNewControlPlane(ctx, o, floor(&first)); err != nil {
+		return r, err
+	}
+	err = onNewControlPlane(ctx, o, func(b *bench) (err error) {
+		r, err = b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
+		return err
 	})
 	if err != nil {
 		return r, err
 	}
+	if err := onNewControlPlane(ctx, o, floor(&second)); err != nil {
+		return r, err
+	}
+	r.setFloor(first, second)
+	return r, nil
+}
+
+// onNewControlPlane starts a control plane, runs fn with a bench on it and
+// stops it.
+func onNewControlPlane(ctx context.Context, o options, fn func(b *bench) error) (err error) {
+	e, err := env.Start(ctx, env.Options{
+		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
+	})
+	if err != nil {
+		return err
+	}
 	defer func() { err = errors.Join(err, e.Stop()) }()
 	operatorLog, err := logOperatorTo(filepath.Join(e.Dir, "logs", "operator.log"))
 	if err != nil {
-		return r, err
+		return err
 	}
 	defer func() { klog.Flush(); err = errors.Join(err, operatorLog.Close()) }()
 	logf("control plane in %s (the operator's log is logs/operator.log there)", e.Dir)
 	b, err := newBench(o, e)
 	if err != nil {
-		return r, err
+		return err
 	}
 	// The first writes to a new API server are slow (connections, caches,
 	// the CRD's storage); a floor run that is not reported absorbs that.
 	if _, err := b.floor(ctx, 50, 1); err != nil {
-		return r, fmt.Errorf("warming up: %w", err)
+		return fmt.Errorf("warming up: %w", err)
 	}
-	return b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
+	return fn(b)
 }
 
 // logOperatorTo sends the operator's klog output, errors included, to a

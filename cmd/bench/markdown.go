@@ -21,10 +21,13 @@ const method = `How each figure is made:
 - **Floor**: a plain client-go writer in the same process writes, on as many
   goroutines and with no client-side limit, what the converging run writes:
   each Installation, its children exactly as resources.NewChildren renders
-  them, and the very status the operator's first sync writes, and is timed the same way, until the
-  benchmark's watch has seen every status. It runs just before and just after the
-  operator, each time in a fresh namespace; the floor is their mean and
-  operator / floor the headline figure. Time on a shared machine is noisy:
+  them, and the very status the operator's first sync writes, and is timed
+  the same way, until the benchmark's watch has seen every status. It runs
+  just before and just after the operator; the floor is their mean and
+  operator / floor the headline figure. Each of the three runs has a new
+  control plane of its own, warmed up alike, as a control plane that holds
+  more objects serves each request more slowly (the ClusterIP allocator
+  counts every address it gave on each Service it makes). Time on a shared machine is noisy:
   the CPU time that etcd and kube-apiserver spent in each run (from
   /proc) says, with far less noise, what each run cost the control plane.
 - **Requests**: counted at the operator's client transport by verb and

@@ -51,7 +51,7 @@ func newReport(o options) *report {
 		Date:    started.UTC().Format(time.RFC3339),
 		Machine: machine{CPUs: runtime.NumCPU(), Arch: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadBefore: loadAvg()},
 		Settings: settings{
-			ControlPlane: "etcd (fsync on) and kube-apiserver, no controllers, new for each run",
+			ControlPlane: "etcd (fsync on) and kube-apiserver, no controllers, new for each floor and operator run",
 			Workers:      o.workers, QPS: o.qps, Burst: o.burst, ResyncSeconds: o.resync.Seconds(),
 			LatencySamples: o.latencySamples, Unrelated: o.unrelated,
 		},

@@ -14,8 +14,9 @@ type run struct {
 	// N is the number of Installations, Shards the shards of each.
 	N      int `json:"n"`
 	Shards int `json:"shards"`
-	// Floor are the two floor runs, made before and after the operator's
-	// so that the control plane's drift (etcd grows) falls on both sides.
+	// Floor are the two floor runs, made before and after the operator's,
+	// each on a new control plane as the operator's is, so that the
+	// machine's drift falls on both sides.
 	Floor []floorResult `json:"floor"`
 	// FloorSeconds is their mean, and Ratio the operator's time over it.
 	FloorSeconds float64 `json:"floorSeconds"`
@@ -33,18 +34,14 @@ type run struct {
 	Profile *cpuProfile `json:"profile,omitempty"`
 }
 
-// runOne measures a run of size.N Installations of size.Shards shards:
-// floor, operator, floor again, edit latency, a restart and its steady state
-// and, if withMemory, memory with unrelated objects next to the
+// runOne measures the operator on a run of size.N Installations of
+// size.Shards shards: convergence, edit latency, a restart and its steady
+// state and, if withMemory, memory with unrelated objects next to the
 // Installations. With withProfile it takes the CPU profile of the operator
-// while it converges and is edited.
+// while it converges and is edited. measure runs the floors apart.
 func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfile bool) (r run, err error) {
 	n, shards := size.N, size.Shards
 	r = run{N: n, Shards: shards}
-	first, err := b.timedFloor(ctx, n, shards)
-	if err != nil {
-		return r, err
-	}
 	ns, err := b.namespace(ctx, "operator")
 	if err != nil {
 		return r, err
@@ -57,17 +54,6 @@ func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfil
 	if err := b.convergeAndEdit(ctx, &r, ns, withProfile); err != nil {
 		return r, err
 	}
-	second, err := b.timedFloor(ctx, n, shards)
-	if err != nil {
-		return r, err
-	}
-	r.Floor = []floorResult{first, second}
-	r.FloorSeconds = (first.Seconds + second.Seconds) / 2
-	r.Ratio = r.Convergence.Seconds / r.FloorSeconds
-	r.CPURatio = 2 * r.Convergence.ControlPlaneCPUSeconds / (first.ControlPlaneCPUSeconds + second.ControlPlaneCPUSeconds)
-	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx; control plane CPU %.2fx", n, shards,
-		first.Seconds, second.Seconds, r.Convergence.Seconds, r.Ratio, r.CPURatio)
-
 	if r.Steady, err = b.restart(ctx, ns); err != nil {
 		return r, err
 	}
@@ -79,6 +65,16 @@ func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfil
 		return r, err
 	}
 	return r, nil
+}
+
+// setFloor records the two floor runs and the operator's ratios to their mean.
+func (r *run) setFloor(first, second floorResult) {
+	r.Floor = []floorResult{first, second}
+	r.FloorSeconds = (first.Seconds + second.Seconds) / 2
+	r.Ratio = r.Convergence.Seconds / r.FloorSeconds
+	r.CPURatio = 2 * r.Convergence.ControlPlaneCPUSeconds / (first.ControlPlaneCPUSeconds + second.ControlPlaneCPUSeconds)
+	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx; control plane CPU %.2fx", r.N, r.Shards,
+		first.Seconds, second.Seconds, r.Convergence.Seconds, r.Ratio, r.CPURatio)
 }
 
 // timedFloor runs the floor and logs how long it took.
