@@ -20,7 +20,7 @@ import (
 // the memory of its protobuf: every label, annotation, selector and data map
 // is a Go map of at least 300 bytes, and a StatefulSet's struct alone is 1.3
 // KB. A sync reads each of its children once or twice, and decoding one
-// costs about what the copy that a sync made of it before did.
+// costs about as much as the deep copy that a sync makes of it to merge.
 type packed struct {
 	metav1.ObjectMeta
 	raw []byte
