@@ -119,6 +119,9 @@ func TestChildrenAppearWithOwnerReferencesAndLabels(t *testing.T) {
 func TestADeletedChildComesBack(t *testing.T) {
 	ns, _ := setup(t)
 	create(t, harness.NewInstallation(ns, "demo"))
+	// Status is written after every child: the StatefulSet goes first, so
+	// its being there does not mean the ConfigMaps are.
+	waitObserved(t, ns, "demo")
 	old := statefulSet(t, ns, "demo-0", "to exist", func(*appsv1.StatefulSet) bool { return true })
 
 	ctx := context.Background()
