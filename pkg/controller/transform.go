@@ -28,12 +28,6 @@ func Transform(obj any) (any, error) {
 	return transform(obj, false)
 }
 
-// transformKeepingManagedFields is Transform but for managedFields, which it
-// keeps, for measuring what dropping them saves.
-func transformKeepingManagedFields(obj any) (any, error) {
-	return transform(obj, true)
-}
-
 // transform is Transform, keeping managedFields when keepManagedFields is set.
 func transform(obj any, keepManagedFields bool) (any, error) {
 	m, err := apimeta.Accessor(obj)
@@ -62,12 +56,10 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 	return obj, nil
 }
 
-// transformFunc is the informers' transform for opts.
+// transformFunc is the informers' transform for opts: Transform, or with
+// KeepManagedFields one that keeps them, for measuring what dropping them saves.
 func transformFunc(opts InformerOptions) cache.TransformFunc {
-	if opts.KeepManagedFields {
-		return transformKeepingManagedFields
-	}
-	return Transform
+	return func(obj any) (any, error) { return transform(obj, opts.KeepManagedFields) }
 }
 
 // shareOwners shares the words of owner references: the children of one

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -64,11 +65,7 @@ func startRecordingGzip(t *testing.T, ns string, compression bool) func() []stri
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		var keys []string
-		for k := range seen {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(seen))
 		return slices.DeleteFunc(keys, func(k string) bool { return !strings.HasPrefix(k, "watch ") })
 	}
 }
