@@ -47,13 +47,23 @@ image:
 docker-image:
 	$(CONTAINER_TOOL) build -t $(DOCKER_IMAGE) .
 
-## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-## and kwok, built once into the cache folder (see hack/build-tools.sh).
+## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+## kwok, helm and the real node's kubelet, kube-proxy, containerd and CoreDNS,
+## built once into the cache folder (see hack/build-tools.sh).
 tools:
 	@hack/build-tools.sh >/dev/null
 
-## test: every test; the integration tests run a real control plane.
-test: tools
+## node-deps: what the real node takes from Debian (runc, the CNI plugins,
+## iptables, conntrack), installed when missing; needs root. Without root
+## the real-node tests skip, except under CI=true.
+.PHONY: node-deps
+node-deps:
+	@hack/install-node-deps.sh || [ "$${CI:-}" != true ]
+
+## test: every test; the integration tests run a real control plane, and
+## test/node a real node (containerd, kubelet; Linux and root, else it skips
+## saying why, except under CI=true).
+test: tools node-deps
 	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 60m ./...
 
 ## test-unit: the tests that need no control plane.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the tests and `make run` start (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok),
-# and helm, which the chart's tests run, from
+# the parts of the real-node cluster (kubelet, kube-proxy, containerd, ctr,
+# containerd-shim-runc-v2 and CoreDNS), and helm, which the chart's tests run, from
 # the Go module proxy into a cache folder outside the repository, keyed by their
 # versions. A binary already in the cache is not built again, so a second call
 # returns in seconds. Prints the cache's bin folder last.
@@ -11,11 +12,13 @@ KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v4.3.2
+CONTAINERD_VERSION=v2.4.2
+COREDNS_VERSION=v1.14.7
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=hack/lib.sh
 source "$root/hack/lib.sh"
-cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-helm-${HELM_VERSION}}
+cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-helm-${HELM_VERSION}-containerd-${CONTAINERD_VERSION}-coredns-${COREDNS_VERSION}}
 bin=$cache/bin
 mkdir -p "$bin"
 
@@ -54,7 +57,14 @@ build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldfl
 build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags"
 build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags"
 build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "$kube_ldflags"
+build kubelet kubernetes k8s.io/kubernetes/cmd/kubelet "$kube_ldflags"
+build kube-proxy kubernetes k8s.io/kubernetes/cmd/kube-proxy "$kube_ldflags"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+ctr_ldflags="-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+build containerd containerd github.com/containerd/containerd/v2/cmd/containerd "$ctr_ldflags"
+build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$ctr_ldflags"
+build ctr containerd github.com/containerd/containerd/v2/cmd/ctr "$ctr_ldflags"
+build coredns coredns github.com/coredns/coredns
 build helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
 
 # kwok refuses to start without stages; its module ships them as YAML.

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -72,6 +73,21 @@ func Build(opts Options) (v1.ImageIndex, error) {
 	return idx, nil
 }
 
+// Platform returns the image of one of opts.Binaries' platforms, such as
+// "linux/amd64", alone: what a node of that platform runs, for a container
+// runtime to import without a registry (WriteArchive).
+func Platform(opts Options, platform string) (v1.Image, error) {
+	binary, ok := opts.Binaries[platform]
+	if !ok {
+		return nil, fmt.Errorf("no binary for platform %q", platform)
+	}
+	p, err := v1.ParsePlatform(platform)
+	if err != nil {
+		return nil, fmt.Errorf("platform %q: %w", platform, err)
+	}
+	return platformImage(opts, binary, p)
+}
+
 // platformImage is the image of one platform: a layer holding the binary
 // and the user's files, and a config that runs the binary as that user.
 func platformImage(opts Options, binary string, p *v1.Platform) (v1.Image, error) {
@@ -79,12 +95,40 @@ func platformImage(opts Options, binary string, p *v1.Platform) (v1.Image, error
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := layerFiles(opts.Created, []file{
+	return fromFiles(opts.Created, p, []file{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: Entrypoint[1:], mode: 0o755, data: bin},
+	}, func(c *v1.Config) {
+		c.Entrypoint = []string{Entrypoint}
+		c.User = User
+		c.Labels = map[string]string{
+			"org.opencontainers.image.source":   opts.Source,
+			"org.opencontainers.image.version":  opts.Version,
+			"org.opencontainers.image.revision": opts.Revision,
+		}
 	})
+}
+
+// Static returns an image of one static binary at entrypoint, run as user
+// (a "uid:gid", or empty for root), on an empty base: the shape of the small
+// images that tests run, such as a pause image.
+func Static(binary, entrypoint, user string, p *v1.Platform) (v1.Image, error) {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	return fromFiles(time.Time{}, p, []file{{name: strings.TrimPrefix(entrypoint, "/"), mode: 0o755, data: bin}}, func(c *v1.Config) {
+		c.Entrypoint = []string{entrypoint}
+		c.User = user
+	})
+}
+
+// fromFiles is an image of p with one layer of files, dated created, whose
+// run configuration configure sets.
+func fromFiles(created time.Time, p *v1.Platform, files []file, configure func(*v1.Config)) (v1.Image, error) {
+	layerTar, err := layerFiles(created, files)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +149,8 @@ func platformImage(opts Options, binary string, p *v1.Platform) (v1.Image, error
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture, cfg.Variant = p.OS, p.Architecture, p.Variant
-	cfg.Created = v1.Time{Time: opts.Created}
-	cfg.Config.Entrypoint = []string{Entrypoint}
-	cfg.Config.User = User
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.source":   opts.Source,
-		"org.opencontainers.image.version":  opts.Version,
-		"org.opencontainers.image.revision": opts.Revision,
-	}
+	cfg.Created = v1.Time{Time: created}
+	configure(&cfg.Config)
 	return mutate.ConfigFile(img, cfg)
 }
 
@@ -160,6 +198,16 @@ func WriteLayout(dir string, idx v1.ImageIndex) error {
 	}
 	_, err := layout.Write(dir, idx)
 	return err
+}
+
+// WriteArchive writes img, tagged ref, as a docker-archive tarball at path:
+// what `ctr images import` and `docker load` read.
+func WriteArchive(path, ref string, img v1.Image) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("image %q: %w", ref, err)
+	}
+	return tarball.WriteToFile(path, tag, img)
 }
 
 // Push pushes idx to the registry that ref names, with the credentials of

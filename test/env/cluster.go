@@ -59,14 +59,10 @@ var controllers = []string{
 // only those, so that Nodes a test creates itself stay untouched.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// startCluster runs kube-controller-manager, kube-scheduler and kwok, creates
-// the fake Nodes, and waits until the Nodes are Ready and schedulable and the
-// controllers are at work.
+// startCluster runs kube-controller-manager, kube-scheduler and, unless no
+// fake Node is wanted, kwok; creates the fake Nodes, and waits until the Nodes
+// are Ready and schedulable and the controllers are at work.
 func (e *Env) startCluster(ctx context.Context, cmPort, schedPort int) error {
-	stages := filepath.Join(filepath.Dir(e.BinDir), "kwok-stages.yaml")
-	if _, err := os.Stat(stages); err != nil {
-		return fmt.Errorf("kwok's stages: %w; run hack/build-tools.sh", err)
-	}
 	kubeconfig := e.KubeconfigPath
 	cm, err := e.run("kube-controller-manager",
 		"--kubeconfig", kubeconfig,
@@ -100,6 +96,17 @@ func (e *Env) startCluster(ctx context.Context, cmPort, schedPort int) error {
 	if err != nil {
 		return err
 	}
+	all := e.processes("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+	if err := e.waitHealthy(ctx, all, cm, cmPort, sched, schedPort); err != nil {
+		return err
+	}
+	if e.opts.Nodes < 0 {
+		return e.waitForControllers(ctx, append(all, cm))
+	}
+	stages := filepath.Join(filepath.Dir(e.BinDir), "kwok-stages.yaml")
+	if _, err := os.Stat(stages); err != nil {
+		return fmt.Errorf("kwok's stages: %w; run hack/build-tools.sh", err)
+	}
 	kwok, err := e.run("kwok",
 		"--kubeconfig", kubeconfig,
 		"--config", stages,
@@ -115,25 +122,12 @@ func (e *Env) startCluster(ctx context.Context, cmPort, schedPort int) error {
 	if err != nil {
 		return err
 	}
-	all := e.processes("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
-	for _, c := range []struct {
-		p    *process
-		port int
-	}{{cm, cmPort}, {sched, schedPort}} {
-		url := "https://127.0.0.1:" + strconv.Itoa(c.port) + "/healthz"
-		err := e.waitFor(ctx, c.p.Name+" /healthz", append(all, c.p), func(ctx context.Context) (bool, error) {
-			_, err := httpGet(ctx, insecureClient, url, "")
-			return err == nil, err
-		})
-		if err != nil {
-			return err
-		}
-	}
+	all = append(all, kwok)
 	if err := e.createNodes(ctx); err != nil {
 		return err
 	}
-	want := max(e.opts.Nodes, 0)
-	err = e.waitFor(ctx, fmt.Sprintf("%d fake node(s) to be Ready and schedulable", want), append(all, kwok), func(ctx context.Context) (bool, error) {
+	want := e.opts.Nodes
+	err = e.waitFor(ctx, fmt.Sprintf("%d fake node(s) to be Ready and schedulable", want), all, func(ctx context.Context) (bool, error) {
 		nodes, err := e.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -149,9 +143,33 @@ func (e *Env) startCluster(ctx context.Context, cmPort, schedPort int) error {
 	if err != nil {
 		return err
 	}
-	// The default ServiceAccount shows that the controller manager's
-	// informers have synced and its controllers are running.
-	return e.waitFor(ctx, "the default ServiceAccount", append(all, cm), func(ctx context.Context) (bool, error) {
+	return e.waitForControllers(ctx, all)
+}
+
+// waitHealthy waits until the controller manager and the scheduler answer
+// /healthz on their ports.
+func (e *Env) waitHealthy(ctx context.Context, all []*process, cm *process, cmPort int, sched *process, schedPort int) error {
+	for _, c := range []struct {
+		p    *process
+		port int
+	}{{cm, cmPort}, {sched, schedPort}} {
+		url := "https://127.0.0.1:" + strconv.Itoa(c.port) + "/healthz"
+		err := e.waitFor(ctx, c.p.Name+" /healthz", append(all, c.p), func(ctx context.Context) (bool, error) {
+			_, err := httpGet(ctx, insecureClient, url, "")
+			return err == nil, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitForControllers waits for the default ServiceAccount, which shows that
+// the controller manager's informers have synced and its controllers are
+// running.
+func (e *Env) waitForControllers(ctx context.Context, watched []*process) error {
+	return e.waitFor(ctx, "the default ServiceAccount", watched, func(ctx context.Context) (bool, error) {
 		_, err := e.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
 	})

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,6 +77,11 @@ type Options struct {
 	// 10.96.0.0/16, holds far more than the 1000 Services of a scale test;
 	// a /24 runs out at about 250.
 	ServiceClusterIPRange string
+	// APIServerAddress is where kube-apiserver listens, the address it
+	// advertises as the kubernetes Service's endpoint and the server of the
+	// kubeconfig. Empty means 127.0.0.1, where no pod could reach it; the
+	// real node of test/node gives its bridge's address, so that pods do.
+	APIServerAddress string
 	// CRDDir is a folder of CRD manifests (.yaml, .yml or .json, several
 	// documents a file allowed) installed before Start returns. Empty means
 	// deploy/crds in the module root, found by walking up from the working
@@ -84,7 +90,8 @@ type Options struct {
 	// SkipCRDs installs no CRDs at all.
 	SkipCRDs bool
 	// Nodes is the number of fake kwok Nodes in Cluster mode; 0 means 2, and a
-	// negative number means none.
+	// negative number means none, and no kwok either: the real node of
+	// test/node brings its own kubelet.
 	Nodes int
 	// NodeCapacity is each fake Node's capacity and allocatable. Empty means
 	// 64 CPUs, 256Gi of memory and 1000 Pods, so that scheduling never fails
@@ -191,6 +198,9 @@ func (o *Options) setDefaults() error {
 	case APIServer, Cluster:
 	default:
 		return fmt.Errorf("unknown mode %q", o.Mode)
+	}
+	if o.APIServerAddress == "" {
+		o.APIServerAddress = "127.0.0.1"
 	}
 	if o.ServiceClusterIPRange == "" {
 		o.ServiceClusterIPRange = "10.96.0.0/16"
@@ -338,8 +348,13 @@ func tier(name string) int {
 // run starts one program with its default args followed by the user's extra
 // ones, logging to logs/<name>.log.
 func (e *Env) run(name string, args ...string) (*process, error) {
+	return e.runPath(name, filepath.Join(e.BinDir, name), args...)
+}
+
+// runPath is run with the binary at path.
+func (e *Env) runPath(name, path string, args ...string) (*process, error) {
 	args = append(args, e.opts.ExtraArgs[name]...)
-	p, err := startProcess(name, filepath.Join(e.BinDir, name), args, filepath.Join(e.Dir, "logs", name+".log"), e.opts.Detach)
+	p, err := startProcess(name, path, args, filepath.Join(e.Dir, "logs", name+".log"), e.opts.Detach)
 	if err != nil {
 		return nil, err
 	}
@@ -431,15 +446,20 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 		return fmt.Errorf("writing the token file: %w", err)
 	}
 	certDir := filepath.Join(e.Dir, "apiserver")
+	address := e.opts.APIServerAddress
+	// The default advertise address is that of a non-loopback interface,
+	// which may not exist. A loopback one is refused as an endpoint of the
+	// kubernetes Service, but then nothing runs in the cluster to call that
+	// Service, so its endpoints are not kept.
+	reconciler := "none"
+	if address != "127.0.0.1" {
+		reconciler = "lease"
+	}
 	p, err := e.run("kube-apiserver",
 		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(etcdPort),
-		"--bind-address", "127.0.0.1",
-		// The default advertise address is that of a non-loopback
-		// interface, which may not exist. A loopback one is refused as an
-		// endpoint of the kubernetes Service, but nothing runs in the
-		// cluster to call that Service, so its endpoints are not kept.
-		"--advertise-address", "127.0.0.1",
-		"--endpoint-reconciler-type", "none",
+		"--bind-address", address,
+		"--advertise-address", address,
+		"--endpoint-reconciler-type", reconciler,
 		"--secure-port", strconv.Itoa(port),
 		// kube-apiserver makes its own CA and serving certificate here.
 		"--cert-dir", certDir,
@@ -455,7 +475,8 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 		return err
 	}
 	certFile := filepath.Join(certDir, "apiserver.crt")
-	readyz := "https://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
+	server := "https://" + net.JoinHostPort(address, strconv.Itoa(port))
+	readyz := server + "/readyz"
 	err = e.waitFor(ctx, "kube-apiserver /readyz", []*process{p}, func(ctx context.Context) (bool, error) {
 		// The certificate appears shortly after the start; it is read
 		// again on every try so that a half-written file is not kept.
@@ -480,7 +501,7 @@ func (e *Env) startAPIServer(ctx context.Context, etcdPort, port int) error {
 		return err
 	}
 	e.KubeconfigPath = filepath.Join(e.Dir, "kubeconfig")
-	if err := writeKubeconfig(e.KubeconfigPath, port, ca, token); err != nil {
+	if err := writeKubeconfig(e.KubeconfigPath, server, ca, token); err != nil {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	if e.Config, err = clientcmd.BuildConfigFromFlags("", e.KubeconfigPath); err != nil {
@@ -583,6 +604,26 @@ func httpGet(ctx context.Context, client *http.Client, url, token string) ([]byt
 		return body, fmt.Errorf("GET %s: %s: %s", url, resp.Status, lastLines(string(body), 10))
 	}
 	return body, nil
+}
+
+// Run starts one more program, path with args, logging to logs/<name>.log,
+// under the same care as the control plane's own: it is tied to this process
+// unless Options.Detach, recorded, and stopped by Stop before kube-apiserver
+// and etcd. It is for the parts of a cluster that other packages add, such as
+// the kubelet of test/node.
+func (e *Env) Run(name, path string, args ...string) (Process, error) {
+	p, err := e.runPath(name, path, args...)
+	if err != nil {
+		return Process{}, err
+	}
+	return p.Process, nil
+}
+
+// WaitFor calls check every pollInterval until it reports true, ctx ends, or
+// one of the programs named in watch exits (the error then carries the end
+// of its log).
+func (e *Env) WaitFor(ctx context.Context, what string, watch []string, check func(context.Context) (bool, error)) error {
+	return e.waitFor(ctx, what, e.processes(watch...), check)
 }
 
 // Processes returns the programs that were started, in the order they were

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -181,11 +180,11 @@ func writeTokenFile(path string) (string, error) {
 // writeKubeconfig writes a kubeconfig for the admin token. caData is the
 // apiserver's self-generated serving certificate file, which also holds the CA
 // that signed it.
-func writeKubeconfig(path string, port int, caData []byte, token string) error {
+func writeKubeconfig(path, server string, caData []byte, token string) error {
 	const name = "lin-env"
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{
-		Server:                   "https://127.0.0.1:" + strconv.Itoa(port),
+		Server:                   server,
 		CertificateAuthorityData: caData,
 	}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}

@@ -1,0 +1,96 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"lin.dev/lin-operator/pkg/image"
+	"lin.dev/lin-operator/test/harness"
+)
+
+// OperatorImage is the name under which the operator's image is imported:
+// what the overlays and chart values of the tests name, with
+// imagePullPolicy IfNotPresent, as users run it.
+const OperatorImage = "lin.dev/lin-operator:test"
+
+// The images of the test programs: testapp as the nonroot user, and the
+// same binary as root, which runAsNonRoot must refuse.
+const (
+	TestAppImage     = "lin.dev/testapp:test"
+	RootTestAppImage = "lin.dev/testapp:root"
+)
+
+// Images are the image tarballs that BuildImages made.
+type Images struct {
+	// Pause is the sandbox image, PauseImage.
+	Pause string
+	// TestApp and RootTestApp are TestAppImage and RootTestAppImage.
+	TestApp, RootTestApp string
+	// Operator is the operator's image, OperatorImage, built as `make image`
+	// builds it: the binary of the Makefile's build command in
+	// pkg/image's layout.
+	Operator string
+}
+
+// All lists every tarball, for Options.Images.
+func (i Images) All() []string { return []string{i.Pause, i.TestApp, i.RootTestApp, i.Operator} }
+
+// BuildImages builds the images that the node's pods run into dir, from the
+// module at root, for this machine's platform. The build needs no network:
+// the operator's modules are in the module cache once its tests compiled.
+func BuildImages(root, dir string) (Images, error) {
+	platform := &v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	imgs := Images{
+		Pause:       filepath.Join(dir, "pause.tar"),
+		TestApp:     filepath.Join(dir, "testapp.tar"),
+		RootTestApp: filepath.Join(dir, "testapp-root.tar"),
+		Operator:    filepath.Join(dir, "lin-operator.tar"),
+	}
+	// The user of registry.k8s.io/pause, which Pod Security restricted
+	// accepts for the sandbox.
+	if err := staticImage(root, dir, "pause", "65535:65535", platform, imgs.Pause, PauseImage); err != nil {
+		return Images{}, err
+	}
+	if err := staticImage(root, dir, "testapp", "65532:65532", platform, imgs.TestApp, TestAppImage); err != nil {
+		return Images{}, err
+	}
+	if err := staticImage(root, dir, "testapp", "", platform, imgs.RootTestApp, RootTestAppImage); err != nil {
+		return Images{}, err
+	}
+
+	operatorBin := filepath.Join(dir, "lin-operator")
+	if err := harness.BuildOperator(root, operatorBin); err != nil {
+		return Images{}, err
+	}
+	key := platform.OS + "/" + platform.Architecture
+	operator, err := image.Platform(image.Options{Binaries: map[string]string{key: operatorBin}, Version: "test"}, key)
+	if err != nil {
+		return Images{}, err
+	}
+	if err := image.WriteArchive(imgs.Operator, OperatorImage, operator); err != nil {
+		return Images{}, err
+	}
+	return imgs, nil
+}
+
+// staticImage builds the command test/node/NAME into dir and packs it, run
+// as user, into the tarball out, tagged ref.
+func staticImage(root, dir, name, user string, platform *v1.Platform, out, ref string) error {
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./test/node/"+name)
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w: %s", name, err, out)
+	}
+	img, err := image.Static(bin, "/"+name, user, platform)
+	if err != nil {
+		return err
+	}
+	return image.WriteArchive(out, ref, img)
+}

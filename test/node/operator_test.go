@@ -1,0 +1,271 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+	"lin.dev/lin-operator/pkg/metrics"
+	"lin.dev/lin-operator/test/harness"
+	"lin.dev/lin-operator/test/node"
+)
+
+const (
+	// operatorName names the Deployment, the ServiceAccount and the Lease
+	// of both installs.
+	operatorName = "lin-operator"
+	// timeout bounds a wait for real pods: starting a container, a
+	// readiness probe, a graceful stop of 30 s at most.
+	timeout = 2 * time.Minute
+)
+
+// operatorInstall is one install of the operator's image: its namespace, and
+// how to take it away so that the next one has the cluster to itself.
+type operatorInstall struct {
+	namespace string
+	remove    func(t *testing.T)
+}
+
+// TestOperatorImageAsADeployment installs deploy/ through an overlay that
+// names the imported image, as a user would, and checks the operator as
+// real pods: two Ready under restricted, one leader, an Installation of real
+// pods reconciled, metrics from a pod's IP, then the handovers of a deleted
+// leader and of a rollout restart.
+func TestOperatorImageAsADeployment(t *testing.T) {
+	overlay := t.TempDir()
+	base, err := filepath.Rel(overlay, filepath.Join(repoRoot, "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, tag, _ := strings.Cut(node.OperatorImage, ":")
+	kustomization := fmt.Sprintf("resources:\n  - %s\nimages:\n  - name: lin-operator\n    newName: %s\n    newTag: %s\n", base, name, tag)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	if _, err := cluster.Kubectl(t.Context(), "apply", "--server-side", "-k", overlay); err != nil {
+		t.Fatal(err)
+	}
+	// All of it goes afterwards, the CRD too, as the chart installs its own.
+	install := operatorInstall{namespace: "lin-system", remove: func(t *testing.T) {
+		if _, err := cluster.Kubectl(context.Background(), "delete", "-k", overlay, "--wait"); err != nil {
+			t.Error(err)
+		}
+	}}
+	checkOperator(t, install, applied)
+}
+
+// TestOperatorImageThroughHelm does the same through `helm install` of the
+// chart, with the image set, into a namespace of its own.
+func TestOperatorImageThroughHelm(t *testing.T) {
+	const namespace = "lin-helm"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	name, tag, _ := strings.Cut(node.OperatorImage, ":")
+	applied := time.Now()
+	helm(t, "install", "lin", filepath.Join(repoRoot, "charts", "lin-operator"), "--namespace", namespace,
+		"--set", "image.repository="+name, "--set", "image.tag="+tag, "--set", "fullnameOverride="+operatorName)
+	install := operatorInstall{namespace: namespace, remove: func(t *testing.T) { helm(t, "uninstall", "lin", "--namespace", namespace, "--wait") }}
+	checkOperator(t, install, applied)
+}
+
+// helm runs the helm that hack/build-tools.sh built against the cluster,
+// with its own folders in the test's temporary folder.
+func helm(t *testing.T, args ...string) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(cluster.BinDir, "helm"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath,
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
+	}
+}
+
+// checkOperator checks an install of the operator's image, applied at
+// applied, and removes it at the end.
+func checkOperator(t *testing.T, install operatorInstall, applied time.Time) {
+	defer install.remove(t)
+	harness.WaitDeploymentAvailable(t, cluster.Client, install.namespace, operatorName, timeout)
+	t.Logf("two operator pods Ready %v after the apply", time.Since(applied).Round(time.Millisecond))
+	leader := waitLeader(t, install.namespace, "")
+	t.Logf("leader: %s", leader)
+
+	lin := versioned.NewForConfigOrDie(cluster.Config)
+	ns := restrictedNamespace(t)
+	inst, err := lin.LinV1().Installations(ns).Create(t.Context(), testAppInstallation(ns, "app"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitPhase(t, lin, ns, inst.Name, linv1.PhaseReady, timeout)
+	scrapeMetrics(t, install.namespace, leader)
+
+	t.Run("leader deleted", func(t *testing.T) {
+		gaps := watchLeaderless(t, install.namespace)
+		deleted := time.Now()
+		if err := cluster.Client.CoreV1().Pods(install.namespace).Delete(t.Context(), leader, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		next := waitLeader(t, install.namespace, leader)
+		led := time.Since(deleted)
+		observed, ready := editAndWait(t, lin, ns, inst.Name, "leader-deleted")
+		t.Logf("pod %s deleted: %s leads %v later (leaderless %v); an edit then was reconciled %v and Ready %v after the delete",
+			leader, next, led.Round(time.Millisecond), gaps(), observed.Sub(deleted).Round(time.Millisecond), ready.Sub(deleted).Round(time.Millisecond))
+		leader = next
+		harness.WaitDeploymentAvailable(t, cluster.Client, install.namespace, operatorName, timeout)
+	})
+	t.Run("rollout restart", func(t *testing.T) {
+		gaps := watchLeaderless(t, install.namespace)
+		restarted := time.Now()
+		if _, err := cluster.Kubectl(t.Context(), "rollout", "restart", "deployment/"+operatorName, "-n", install.namespace); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.Kubectl(t.Context(), "rollout", "status", "deployment/"+operatorName, "-n", install.namespace, "--timeout=2m"); err != nil {
+			t.Fatal(err)
+		}
+		rolled := time.Since(restarted)
+		next := waitLeader(t, install.namespace, leader)
+		edited := time.Now()
+		observed, ready := editAndWait(t, lin, ns, inst.Name, "rollout-restart")
+		t.Logf("rollout restart done in %v; %s leads (leaderless %v); an edit after it was reconciled in %v and Ready in %v",
+			rolled.Round(time.Millisecond), next, gaps(), observed.Sub(edited).Round(time.Millisecond), ready.Sub(edited).Round(time.Millisecond))
+	})
+}
+
+// waitLeader waits until a pod of the namespace other than previous holds
+// the operator's Lease, and returns its name.
+func waitLeader(t *testing.T, namespace, previous string) string {
+	t.Helper()
+	var leader string
+	harness.Eventually(t, timeout, "a new leader in "+namespace, func(ctx context.Context) (bool, error) {
+		lease, err := cluster.Client.CoordinationV1().Leases(namespace).Get(ctx, operatorName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		pod, _, _ := strings.Cut(holder, "_")
+		if pod == "" || pod == previous {
+			return false, fmt.Errorf("the Lease is held by %q", holder)
+		}
+		if _, err := cluster.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		leader = pod
+		return true, nil
+	})
+	return leader
+}
+
+// watchLeaderless watches the operator's Lease and returns a function that
+// lists the spells in which no one held it: from a release (an empty
+// holder, which a leader writes on SIGTERM) to the next holder.
+func watchLeaderless(t *testing.T, namespace string) func() []time.Duration {
+	t.Helper()
+	w, err := cluster.Client.CoordinationV1().Leases(namespace).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + operatorName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var gaps []time.Duration
+	go func() {
+		var released time.Time
+		for ev := range w.ResultChan() {
+			lease, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+			switch {
+			case holder == "" && released.IsZero():
+				released = now
+			case holder != "" && !released.IsZero():
+				mu.Lock()
+				gaps = append(gaps, now.Sub(released).Round(time.Millisecond))
+				mu.Unlock()
+				released = time.Time{}
+			}
+		}
+	}()
+	return func() []time.Duration {
+		w.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(gaps)
+	}
+}
+
+// editAndWait changes the Installation's config and waits until the
+// operator has rolled it out. It returns when the operator first reported
+// the edit observed, and when the Installation was Ready with it.
+func editAndWait(t *testing.T, lin versioned.Interface, ns, name, value string) (observed, ready time.Time) {
+	t.Helper()
+	harness.EditInstallation(t, lin, ns, name, func(inst *linv1.Installation) {
+		inst.Spec.Config["edit"] = value
+	})
+	harness.Eventually(t, timeout, "the edit to be observed", func(ctx context.Context) (bool, error) {
+		inst, err := lin.LinV1().Installations(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return inst.Status.ObservedGeneration == inst.Generation, nil
+	})
+	observed = time.Now()
+	harness.WaitPhase(t, lin, ns, name, linv1.PhaseReady, timeout)
+	return observed, time.Now()
+}
+
+// scrapeMetrics reads the leader's metrics from its pod IP, as Prometheus
+// does, and checks that it counted reconciles.
+func scrapeMetrics(t *testing.T, namespace, leader string) {
+	t.Helper()
+	pod, err := cluster.Client.CoreV1().Pods(namespace).Get(t.Context(), leader, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := httpDo(t, http.MethodGet, "http://"+pod.Status.PodIP+":8080/metrics", "")
+	if !strings.Contains(body, metrics.Prefix+"reconcile_total") {
+		t.Errorf("the leader's metrics at %s have no %sreconcile_total:\n%s", pod.Status.PodIP, metrics.Prefix, body)
+	}
+}
+
+// testAppInstallation is an Installation of testapp: one shard of two real
+// pods, ready on an HTTP probe, under Pod Security restricted.
+func testAppInstallation(ns, name string) *linv1.Installation {
+	inst := harness.NewInstallation(ns, name)
+	inst.Spec.Image = node.TestAppImage
+	inst.Spec.ImagePullPolicy = corev1.PullNever
+	inst.Spec.Replicas = ptr.To[int32](2)
+	inst.Spec.SecurityContext = restricted()
+	inst.Spec.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1,
+	}
+	inst.Spec.Pod.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	return inst
+}

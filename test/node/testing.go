@@ -1,0 +1,71 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// RunMain runs a test package against one real-node cluster, from TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(node.RunMain(m, buildImages, func(c *node.Cluster) { cluster = c }))
+//	}
+//
+// Run by go test, outside any namespace, it runs the test binary again
+// inside hack/node-netns.sh and checks afterwards that the machine is as it
+// was. There, it calls images (if not nil) for the tarballs to import,
+// starts the cluster, passes it to set, runs the tests and stops it.
+//
+// A machine that cannot run a real node (Unavailable) skips the package
+// with a message saying what is missing, except under CI=true, where that
+// is a failure: CI must run these tests.
+func RunMain(m *testing.M, images func() ([]string, error), set func(*Cluster)) int {
+	if _, err := CurrentNetwork(); err == errOutside {
+		if why := Unavailable(); why != "" {
+			if os.Getenv("CI") == "true" {
+				fmt.Fprintf(os.Stderr, "FAIL: CI must run the real-node tests, and %s\n", why)
+				return 1
+			}
+			fmt.Fprintf(os.Stderr, "skipping the real-node tests: %s\n", why)
+			return 0
+		}
+		return reexec()
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return runInside(m, images, set)
+}
+
+// runInside is RunMain inside the namespaces.
+func runInside(m *testing.M, images func() ([]string, error), set func(*Cluster)) int {
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	opts := Options{Logf: logf}
+	if images != nil {
+		var err error
+		if opts.Images, err = images(); err != nil {
+			logf("building the images: %v", err)
+			return 1
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := Start(ctx, opts)
+	if err != nil {
+		logf("starting the real-node cluster: %v", err)
+		return 1
+	}
+	set(c)
+	code := m.Run()
+	if err := c.Stop(); err != nil {
+		logf("stopping the real-node cluster: %v", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
