@@ -2,7 +2,7 @@
 # Builds the control-plane binaries that the tests and `make run` start (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok),
 # the parts of the real-node cluster (kubelet, kube-proxy, containerd, ctr,
-# containerd-shim-runc-v2 and CoreDNS), and helm, which the chart's tests run, from
+# containerd-shim-runc-v2, CoreDNS and local-path-provisioner), and helm, which the chart's tests run, from
 # the Go module proxy into a cache folder outside the repository, keyed by their
 # versions. A binary already in the cache is not built again, so a second call
 # returns in seconds. Prints the cache's bin folder last.
@@ -14,11 +14,12 @@ KWOK_VERSION=v0.8.0
 HELM_VERSION=v4.3.2
 CONTAINERD_VERSION=v2.4.2
 COREDNS_VERSION=v1.14.7
+LOCAL_PATH_VERSION=v0.0.30
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=hack/lib.sh
 source "$root/hack/lib.sh"
-cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-helm-${HELM_VERSION}-containerd-${CONTAINERD_VERSION}-coredns-${COREDNS_VERSION}}
+cache=${LIN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lin-operator/k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}-helm-${HELM_VERSION}-containerd-${CONTAINERD_VERSION}-coredns-${COREDNS_VERSION}-local-path-${LOCAL_PATH_VERSION}}
 bin=$cache/bin
 mkdir -p "$bin"
 
@@ -65,6 +66,7 @@ build containerd containerd github.com/containerd/containerd/v2/cmd/containerd "
 build containerd-shim-runc-v2 containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$ctr_ldflags"
 build ctr containerd github.com/containerd/containerd/v2/cmd/ctr "$ctr_ldflags"
 build coredns coredns github.com/coredns/coredns
+build local-path-provisioner local-path-provisioner github.com/rancher/local-path-provisioner
 build helm helm helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
 
 # kwok refuses to start without stages; its module ships them as YAML.

@@ -2,8 +2,9 @@
 # Installs what the real-node cluster (test/node, `make run NODE=real`) takes
 # from Debian rather than from the Go module proxy: runc (built with seccomp,
 # which the RuntimeDefault profile of Pod Security restricted needs), the CNI
-# plugins (bridge, host-local, loopback, portmap), iptables for kube-proxy and
-# conntrack. Does nothing when they are all there. Needs root and apt-get.
+# plugins (bridge, host-local, loopback, portmap), iptables for kube-proxy,
+# conntrack, and the static busybox that the storage provisioner's helper
+# pods run. Does nothing when they are all there. Needs root and apt-get.
 set -euo pipefail
 
 log() { printf '[install-node-deps] %s\n' "$*" >&2; }
@@ -15,6 +16,8 @@ command -v runc >/dev/null || missing+=(runc)
 	missing+=(containernetworking-plugins)
 command -v iptables >/dev/null || missing+=(iptables)
 command -v conntrack >/dev/null || missing+=(conntrack)
+# Debian's busybox package has a dynamic /bin/busybox, useless in an image.
+dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 # unshare, nsenter and ip make the cluster's namespaces.
 command -v unshare >/dev/null && command -v nsenter >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -113,13 +114,24 @@ func platformImage(opts Options, binary string, p *v1.Platform) (v1.Image, error
 
 // Static returns an image of one static binary at entrypoint, run as user
 // (a "uid:gid", or empty for root), on an empty base: the shape of the small
-// images that tests run, such as a pause image.
-func Static(binary, entrypoint, user string, p *v1.Platform) (v1.Image, error) {
+// images that tests run, such as a pause image. Each of links is a name, in
+// the entrypoint's folder, of a symbolic link to it, as a multi-call binary
+// like busybox needs.
+func Static(binary, entrypoint, user string, p *v1.Platform, links ...string) (v1.Image, error) {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return nil, err
 	}
-	return fromFiles(time.Time{}, p, []file{{name: strings.TrimPrefix(entrypoint, "/"), mode: 0o755, data: bin}}, func(c *v1.Config) {
+	entry := strings.TrimPrefix(entrypoint, "/")
+	var files []file
+	if dir := path.Dir(entry); dir != "." {
+		files = append(files, file{name: dir + "/", mode: 0o755, dir: true})
+	}
+	files = append(files, file{name: entry, mode: 0o755, data: bin})
+	for _, l := range links {
+		files = append(files, file{name: path.Join(path.Dir(entry), l), mode: 0o777, link: path.Base(entry)})
+	}
+	return fromFiles(time.Time{}, p, files, func(c *v1.Config) {
 		c.Entrypoint = []string{entrypoint}
 		c.User = user
 	})
@@ -154,11 +166,13 @@ func fromFiles(created time.Time, p *v1.Platform, files []file, configure func(*
 	return mutate.ConfigFile(img, cfg)
 }
 
-// file is one entry of the layer.
+// file is one entry of the layer: a folder, a symbolic link to link, or a
+// regular file holding data.
 type file struct {
 	name string
 	mode int64
 	dir  bool
+	link string
 	data []byte
 }
 
@@ -168,8 +182,11 @@ func layerFiles(created time.Time, files []file) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: created, Typeflag: tar.TypeReg, Size: int64(len(f.data)), Format: tar.FormatPAX}
-		if f.dir {
+		switch {
+		case f.dir:
 			h.Typeflag, h.Size = tar.TypeDir, 0
+		case f.link != "":
+			h.Typeflag, h.Size, h.Linkname = tar.TypeSymlink, 0, f.link
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err

@@ -562,7 +562,7 @@ func (e *Env) waitFor(ctx context.Context, what string, watched []*process, chec
 				return errors.New(reason)
 			}
 			p := watched[len(watched)-1]
-			return &ProcessError{Process: p.Process, Reason: reason, LogTail: logTail(p.LogPath)}
+			return &ProcessError{Process: p.Process, Reason: reason, LogTail: LogTail(p.LogPath)}
 		case <-tick.C:
 		}
 	}

@@ -102,7 +102,7 @@ func (p *process) exitError() error {
 	if p.waitErr != nil {
 		state = p.waitErr.Error()
 	}
-	return &ProcessError{Process: p.Process, Reason: state, LogTail: logTail(p.LogPath)}
+	return &ProcessError{Process: p.Process, Reason: state, LogTail: LogTail(p.LogPath)}
 }
 
 // stop sends SIGTERM to the child's process group, then SIGKILL if it has not
@@ -160,8 +160,8 @@ func portInUse(err error) bool {
 // enough for the fatal message and what led to it, short enough to read.
 const logTailLines = 40
 
-// logTail returns the last logTailLines lines of the file at path.
-func logTail(path string) string {
+// LogTail returns the last logTailLines lines of the file at path.
+func LogTail(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read the log: %v)", err)

@@ -25,12 +25,21 @@ const (
 	RootTestAppImage = "lin.dev/testapp:root"
 )
 
+// BusyboxImage is Debian's static busybox, with the names of the commands
+// that the storage provisioner's helper pods run.
+const BusyboxImage = "lin.dev/busybox:test"
+
+// busyboxBinary is where Debian's busybox-static puts it.
+const busyboxBinary = "/bin/busybox"
+
 // Images are the image tarballs that BuildImages made.
 type Images struct {
 	// Pause is the sandbox image, PauseImage.
 	Pause string
 	// TestApp and RootTestApp are TestAppImage and RootTestAppImage.
 	TestApp, RootTestApp string
+	// Busybox is BusyboxImage.
+	Busybox string
 	// Operator is the operator's image, OperatorImage, built as `make image`
 	// builds it: the binary of the Makefile's build command in
 	// pkg/image's layout.
@@ -38,7 +47,9 @@ type Images struct {
 }
 
 // All lists every tarball, for Options.Images.
-func (i Images) All() []string { return []string{i.Pause, i.TestApp, i.RootTestApp, i.Operator} }
+func (i Images) All() []string {
+	return []string{i.Pause, i.TestApp, i.RootTestApp, i.Busybox, i.Operator}
+}
 
 // BuildImages builds the images that the node's pods run into dir, from the
 // module at root, for this machine's platform. The build needs no network:
@@ -49,7 +60,15 @@ func BuildImages(root, dir string) (Images, error) {
 		Pause:       filepath.Join(dir, "pause.tar"),
 		TestApp:     filepath.Join(dir, "testapp.tar"),
 		RootTestApp: filepath.Join(dir, "testapp-root.tar"),
+		Busybox:     filepath.Join(dir, "busybox.tar"),
 		Operator:    filepath.Join(dir, "lin-operator.tar"),
+	}
+	busybox, err := image.Static(busyboxBinary, busyboxBinary, "", platform, "sh", "mkdir", "rm", "ls", "cat")
+	if err != nil {
+		return Images{}, fmt.Errorf("packing Debian's busybox-static (hack/install-node-deps.sh installs it): %w", err)
+	}
+	if err := image.WriteArchive(imgs.Busybox, BusyboxImage, busybox); err != nil {
+		return Images{}, err
 	}
 	// The user of registry.k8s.io/pause, which Pod Security restricted
 	// accepts for the sandbox.

@@ -14,7 +14,8 @@
 // again through that script, and checks afterwards that the machine looks as
 // it did before.
 //
-// Each part has its file: containerd.go, kubelet.go, proxy.go and dns.go;
+// Each part has its file: containerd.go, kubelet.go, proxy.go, dns.go and
+// storage.go (local-path-provisioner and the default StorageClass);
 // images.go builds and imports the images that pods run.
 package node
 
@@ -174,6 +175,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.startDNS(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.startStorage(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.waitNodeReady(ctx); err != nil {
 		return nil, err
 	}
@@ -198,7 +202,7 @@ func controlPlaneArgs() map[string][]string {
 }
 
 // parts are the programs of the node that hack/build-tools.sh builds.
-var parts = []string{"containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kube-proxy", "coredns"}
+var parts = []string{"containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "kube-proxy", "coredns", "local-path-provisioner"}
 
 // hostParts are the programs of the node that come from Debian
 // (hack/install-node-deps.sh), with the package of each.
@@ -210,6 +214,7 @@ var hostParts = map[string]string{
 	"nsenter":             "util-linux",
 	"ip":                  "iproute2",
 	"/usr/lib/cni/bridge": "containernetworking-plugins",
+	busyboxBinary:         "busybox-static",
 }
 
 // checkParts reports the first program of the node that is missing.

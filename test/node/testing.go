@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"lin.dev/lin-operator/test/env"
 )
 
 // RunMain runs a test package against one real-node cluster, from TestMain:
@@ -61,6 +63,14 @@ func runInside(m *testing.M, images func() ([]string, error), set func(*Cluster)
 	}
 	set(c)
 	code := m.Run()
+	if code != 0 {
+		// The logs are on the namespace's tmpfs, which goes with it.
+		for _, p := range c.Processes() {
+			if p.Name == "kubelet" || p.Name == "containerd" {
+				logf("--- the end of %s's log (%s):\n%s", p.Name, p.LogPath, env.LogTail(p.LogPath))
+			}
+		}
+	}
 	if err := c.Stop(); err != nil {
 		logf("stopping the real-node cluster: %v", err)
 		if code == 0 {
