@@ -1,9 +1,10 @@
 // Command localcluster runs a local development cluster: etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake
 // Nodes, started by the test/env package in Cluster mode and left running in
-// the background, for `make run` and for trying the operator by hand.
+// the background, for `make run` and for trying the operator by hand. Its
+// default StorageClass has volumes for claims to bind to (env.ProvideVolumes).
 //
-//	go run ./hack/localcluster up     [--dir .state/cluster] [--nodes 2] [--fsync]
+//	go run ./hack/localcluster up     [--dir .state/cluster] [--nodes 2] [--volumes 64] [--fsync]
 //	go run ./hack/localcluster status [--dir .state/cluster]
 //	go run ./hack/localcluster down   [--dir .state/cluster]
 //
@@ -43,6 +44,11 @@ const (
 	markerFile = ".localcluster"
 	// stopTimeout is how long each program gets to exit after SIGTERM.
 	stopTimeout = 5 * time.Second
+	// defaultVolumes and volumeSize make the default StorageClass's volumes:
+	// enough for the examples many times over, and larger than any claim
+	// one would try by hand, since under kwok they take no room.
+	defaultVolumes = 64
+	volumeSize     = "1Ti"
 )
 
 // state is the content of stateFile.
@@ -110,6 +116,7 @@ func parse(fs *flag.FlagSet, args []string) (string, error) {
 func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	nodes := fs.Int("nodes", 2, "number of fake kwok Nodes")
+	volumes := fs.Int("volumes", defaultVolumes, "number of volumes of the default StorageClass for claims to bind to")
 	fsync := fs.Bool("fsync", false, "make etcd sync writes to disk (slower; the cluster is thrown away on the next up anyway)")
 	dir, err := parse(fs, args)
 	if err != nil {
@@ -168,6 +175,9 @@ func up(args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if err := e.ProvideVolumes(ctx, *volumes, volumeSize); err != nil {
+		return errors.Join(err, e.Stop())
 	}
 	if ctx.Err() != nil {
 		return errors.Join(errors.New("interrupted"), e.Stop())
