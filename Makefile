@@ -8,6 +8,9 @@ BIN := bin/lin-operator
 GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w"
 # A kubeconfig of a cluster to run against instead of the local one.
 CLUSTER_KUBECONFIG ?=
+# `make run NODE=real` runs against a cluster with one real node (containerd,
+# kubelet; Linux and root) instead of the kwok one.
+NODE ?=
 # Extra flags for the operator in `make run`, e.g. RUN_ARGS="-v=4 --workers 8".
 RUN_ARGS ?=
 # Where `make run` and `make cluster-up` keep the local control plane.
@@ -108,9 +111,10 @@ generate:
 	hack/update-codegen.sh
 
 ## run: the operator in the foreground against the local control plane (started
-## when needed, stopped on exit unless `make cluster-up` started it) or CLUSTER_KUBECONFIG.
+## when needed, stopped on exit unless `make cluster-up` started it) or CLUSTER_KUBECONFIG;
+## with NODE=real, against a cluster with one real node (hack/node-shell.sh reaches it).
 run: build
-	@CLUSTER_KUBECONFIG="$(CLUSTER_KUBECONFIG)" STATE_DIR="$(STATE_DIR)" hack/run.sh $(BIN) $(RUN_ARGS)
+	@CLUSTER_KUBECONFIG="$(CLUSTER_KUBECONFIG)" STATE_DIR="$(STATE_DIR)" NODE="$(NODE)" hack/run.sh $(BIN) $(RUN_ARGS)
 
 ## cluster-up: start (or reuse) the local control plane and keep it running.
 cluster-up: tools

@@ -20,6 +20,9 @@
 # root named by LIN_NODE_CGROUP_ROOT; this script removes them afterwards,
 # and those of earlier runs that were killed before they could.
 #
+# With LIN_NODE_PID_FILE set, it writes there the pid through which
+# hack/node-shell.sh enters the namespaces, and removes the file at the end.
+#
 # It needs Linux and root. The build happens before, outside: there is no
 # module proxy inside.
 set -euo pipefail
@@ -120,13 +123,27 @@ done
 
 LIN_NODE_CGROUP_ROOT=/$cgroup_prefix$$-$RANDOM
 export LIN_NODE_CGROUP_ROOT
-trap 'remove_cgroups "${LIN_NODE_CGROUP_ROOT#/}"' EXIT
-# In the background, so that a signal to this script is handled at once:
-# unshare's end ends the namespaces (--kill-child), then the EXIT trap runs.
+trap 'remove_cgroups "${LIN_NODE_CGROUP_ROOT#/}"; rm -f "${LIN_NODE_PID_FILE:-/nonexistent}"' EXIT
+# In the background, so that a signal to this script is handled at once.
 unshare --net --mount --pid --fork --kill-child --mount-proc --propagation private -- \
 	"$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")" --inside "$@" &
 ns=$!
-trap 'kill -TERM $ns 2>/dev/null' TERM INT HUP
+# unshare is in the new network and mount namespaces (only its child is in
+# the new PID one): hack/node-shell.sh enters them through it.
+if [ -n "${LIN_NODE_PID_FILE:-}" ]; then
+	echo "$ns" >"$LIN_NODE_PID_FILE"
+fi
+# A signal asks the command to stop, through the namespace's init, and gives
+# it stop_grace seconds; then unshare's end ends the namespaces
+# (--kill-child), and the EXIT trap runs.
+stop_grace=20
+stop() {
+	local init
+	init=$(cat "/proc/$ns/task/$ns/children" 2>/dev/null) || true
+	[ -n "$init" ] && kill -TERM $init 2>/dev/null
+	(sleep "$stop_grace"; kill -KILL "$ns" 2>/dev/null) &
+}
+trap stop TERM INT HUP
 rc=0
 while :; do
 	wait "$ns" && rc=0 || rc=$?

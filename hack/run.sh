@@ -6,6 +6,8 @@
 # against the local control plane in $STATE_DIR: it reuses one that
 # `make cluster-up` started (and leaves it running), or starts one itself and
 # stops it again when the operator exits, so that Ctrl-C leaves nothing behind.
+# With NODE=real it starts a cluster with one real node instead
+# (hack/nodecluster), inside namespaces of its own (hack/node-netns.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 operator=$1
@@ -14,6 +16,23 @@ state=${STATE_DIR:-.state/cluster}
 
 if [ -n "${CLUSTER_KUBECONFIG:-}" ]; then
 	exec "$operator" --kubeconfig "$CLUSTER_KUBECONFIG" "$@"
+fi
+
+# NODE=real: a cluster with one real node (containerd, kubelet), in
+# namespaces of its own; Linux and root only.
+if [ "${NODE:-}" = real ]; then
+	hack/install-node-deps.sh
+	LIN_TOOLS_BIN=$(hack/build-tools.sh)
+	export LIN_TOOLS_BIN
+	go build -o bin/nodecluster ./hack/nodecluster
+	node_state=${NODE_STATE_DIR:-.state/node}
+	mkdir -p "$node_state"
+	LIN_NODE_PID_FILE=$(cd "$node_state" && pwd)/pid
+	export LIN_NODE_PID_FILE
+	exec hack/node-netns.sh "$PWD/bin/nodecluster" --state "$node_state" -- "$(cd "$(dirname "$operator")" && pwd)/$(basename "$operator")" "$@"
+elif [ -n "${NODE:-}" ]; then
+	echo "NODE=$NODE: the only other kind of node is NODE=real" >&2
+	exit 2
 fi
 
 LIN_TOOLS_BIN=$(hack/build-tools.sh)
