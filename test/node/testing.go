@@ -54,9 +54,11 @@ func runInside(m *testing.M, images func() ([]string, error), set func(*Cluster)
 			return 1
 		}
 	}
+	// A signal cancels a start; during the tests it ends this process, and
+	// the namespaces take everything with them.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	c, err := Start(ctx, opts)
+	stop()
 	if err != nil {
 		logf("starting the real-node cluster: %v", err)
 		return 1
