@@ -144,6 +144,16 @@ func TestNodeRunsRealContainers(t *testing.T) {
 		n.Status.NodeInfo.KubeletVersion, n.Status.NodeInfo.ContainerRuntimeVersion,
 		cluster.Timings.NodeReady.Round(time.Millisecond), cluster.Timings.ControlPlane.Round(time.Millisecond))
 
+	// Pods reach the API server as in any cluster: through the kubernetes
+	// Service, whose endpoint is the node's address.
+	endpoints, err := cluster.Client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(endpoints.Items) != 1 || len(endpoints.Items[0].Endpoints) != 1 || endpoints.Items[0].Endpoints[0].Addresses[0] != cluster.Network.NodeIP {
+		t.Errorf("the kubernetes Service's endpoints are %+v, want the node's address %s", endpoints.Items, cluster.Network.NodeIP)
+	}
+
 	ns := restrictedNamespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Data: map[string]string{"greeting": "hello from a ConfigMap"}}
 	if _, err := cluster.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
