@@ -123,7 +123,16 @@ done
 
 LIN_NODE_CGROUP_ROOT=/$cgroup_prefix$$-$RANDOM
 export LIN_NODE_CGROUP_ROOT
-trap 'remove_cgroups "${LIN_NODE_CGROUP_ROOT#/}"; rm -f "${LIN_NODE_PID_FILE:-/nonexistent}"' EXIT
+watchdog=
+cleanup() {
+	# The watchdog must not outlive unshare: it would signal a pid that
+	# may by then be another process's.
+	[ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
+	remove_cgroups "${LIN_NODE_CGROUP_ROOT#/}"
+	[ -n "${LIN_NODE_PID_FILE:-}" ] && rm -f "$LIN_NODE_PID_FILE"
+	return 0
+}
+trap cleanup EXIT
 # In the background, so that a signal to this script is handled at once.
 unshare --net --mount --pid --fork --kill-child --mount-proc --propagation private -- \
 	"$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")" --inside "$@" &
@@ -141,7 +150,10 @@ stop() {
 	local init
 	init=$(cat "/proc/$ns/task/$ns/children" 2>/dev/null) || true
 	[ -n "$init" ] && kill -TERM $init 2>/dev/null
-	(sleep "$stop_grace"; kill -KILL "$ns" 2>/dev/null) &
+	if [ -z "$watchdog" ]; then
+		(sleep "$stop_grace" && kill -KILL "$ns" 2>/dev/null) &
+		watchdog=$!
+	fi
 }
 trap stop TERM INT HUP
 rc=0

@@ -6,7 +6,7 @@
 # namespace by design: this is the way in. Needs root, like the cluster.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-state=${STATE_DIR:-$root/.state/node}
+state=${NODE_STATE_DIR:-$root/.state/node}
 pid=$(cat "$state/pid" 2>/dev/null) || {
 	echo "no real-node cluster is running (no $state/pid); start one with: make run NODE=real" >&2
 	exit 1

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -155,7 +156,7 @@ func snapshotHost() (hostState, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			if e.IsDir() {
+			if e.IsDir() && !runningCgroupRoot(e.Name()) {
 				s["cgroups"] = append(s["cgroups"], filepath.Join(dir, e.Name()))
 			}
 		}
@@ -164,6 +165,19 @@ func snapshotHost() (hostState, error) {
 		slices.Sort(v)
 	}
 	return s, nil
+}
+
+// runningCgroupRoot reports whether name is the cgroup root of a real node
+// that runs now, beside this one (hack/node-netns.sh names it
+// lin-node-PID-N, PID being its own): that run removes it, not this one.
+func runningCgroupRoot(name string) bool {
+	rest, ok := strings.CutPrefix(name, "lin-node-")
+	if !ok {
+		return false
+	}
+	pid, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.Atoi(pid)
+	return err == nil && n > 0 && syscall.Kill(n, 0) == nil
 }
 
 // diff describes what differs between s and after, or "" when nothing does.
