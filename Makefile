@@ -63,6 +63,13 @@ tools:
 node-deps:
 	@hack/install-node-deps.sh || [ "$${CI:-}" != true ]
 
+# client-go's cache mutation detector (a change to an object in an informer's
+# cache panics) and watch-list consistency detector (an informer whose
+# streamed list differs from a LIST at the same resourceVersion panics), on
+# in every test; test/harness turns them on in the operators it starts too.
+test test-unit test-chaos: export KUBE_CACHE_MUTATION_DETECTOR := true
+test test-unit test-chaos: export KUBE_WATCHLIST_INCONSISTENCY_DETECTOR := true
+
 ## test: every test; the integration tests run a real control plane, and
 ## test/node a real node (containerd, kubelet; Linux and root, else it skips
 ## saying why, except under CI=true).

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -24,6 +26,28 @@ import (
 type packed struct {
 	metav1.ObjectMeta
 	raw []byte
+}
+
+// packed is a runtime.Object with object metadata, as client-go's tools
+// expect what a transform returns to be: the cache mutation detector keeps a
+// DeepCopyObject of each and compares, and the watch-list consistency
+// detector compares the cache with a fresh LIST passed through the same
+// transform.
+var _ interface {
+	runtime.Object
+	metav1.Object
+} = (*packed)(nil)
+
+// GetObjectKind implements runtime.Object. A packed child carries no kind,
+// as the objects that informers decode do not: its informer says which.
+func (p *packed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object: the metadata and the bytes are
+// copied, so that a change to the copy leaves the cache as it is.
+func (p *packed) DeepCopyObject() runtime.Object {
+	c := &packed{raw: slices.Clone(p.raw)}
+	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
 }
 
 // message is a kind of child as its generated protobuf code handles it.

@@ -8,6 +8,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -20,7 +22,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Transform is the informers' transform. It drops from each object what the
 // operator never reads: managedFields, and kubectl's last-applied copy (a
 // status update of an Installation keeps the stored metadata whatever the
-// copy sent carries, so nothing is lost). It packs each child (see packed),
+// copy sent carries, so nothing is lost), and the kind and apiVersion that
+// only the items of a LIST carry. It packs each child (see packed),
 // and makes the strings that Installations repeat share one copy: each
 // decoded object holds its own copy of every string. Cached objects are
 // never changed, so sharing is safe.
@@ -48,6 +51,14 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 		return pack(o)
 	case *policyv1.PodDisruptionBudget:
 		return pack(o)
+	}
+	// The items of a LIST of a custom resource keep their kind and
+	// apiVersion, the objects of a watch do not: the cache holds one shape,
+	// whichever way an object came, so that it matches etcd's as the
+	// watch-list consistency detector sees it. Nothing reads the kind of a
+	// cached Installation; its informer says what it is.
+	if o, ok := obj.(runtime.Object); ok {
+		o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	}
 	m.SetNamespace(share(m.GetNamespace()))
 	shareWords(m.GetLabels(), true)

@@ -32,8 +32,24 @@ type Process struct {
 // StopTimeout is how long Stop waits after SIGTERM before it kills.
 const StopTimeout = 30 * time.Second
 
-// StartProcess runs path with args until the test ends.
+// Detectors turn on client-go's cache mutation detector (a change to an
+// object in an informer's cache panics) and its watch-list consistency
+// detector (an informer whose streamed list differs from a LIST at the same
+// resourceVersion panics). client-go reads them once, at start, from the
+// environment; the Makefile sets them for the tests themselves.
+var Detectors = []string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=true"}
+
+// StartProcess runs path with args until the test ends, with the
+// Detectors on, also when the test itself runs without them.
 func StartProcess(t testing.TB, name, path string, args ...string) *Process {
+	t.Helper()
+	return StartProcessEnv(t, name, path, Detectors, args...)
+}
+
+// StartProcessEnv is StartProcess with env, entries of the form
+// NAME=value, in place of the Detectors, on top of this process's
+// environment.
+func StartProcessEnv(t testing.TB, name, path string, env []string, args ...string) *Process {
 	t.Helper()
 	p := &Process{Name: name, LogPath: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.LogPath)
@@ -42,6 +58,7 @@ func StartProcess(t testing.TB, name, path string, args ...string) *Process {
 	}
 	defer logFile.Close()
 	p.cmd = exec.Command(path, args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

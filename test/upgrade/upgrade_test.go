@@ -67,8 +67,13 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 		}
 	}
 
-	p := harness.StartProcess(t, "base-operator", old.binary, "--kubeconfig", e.KubeconfigPath, "--namespace", ns,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	// The base release predates the transform that gives the cache one
+	// shape of Installation whether it came by a LIST or by a watch, so
+	// the watch-list consistency detector would stop it; its code is
+	// fixed, so only the mutation detector runs on it.
+	p := harness.StartProcessEnv(t, "base-operator", old.binary,
+		[]string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=false"},
+		"--kubeconfig", e.KubeconfigPath, "--namespace", ns, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	waitSettled(t, lc, ns, corpus)
 	// SIGTERM, as a Deployment rollout sends: it drains its queue and exits.
 	p.Stop(t)
