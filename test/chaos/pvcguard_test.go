@@ -18,6 +18,7 @@ import (
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	lininformers "lin.dev/lin-operator/pkg/client/informers/externalversions"
+	"lin.dev/lin-operator/pkg/controller"
 	"lin.dev/lin-operator/pkg/resources"
 	"lin.dev/lin-operator/test/harness"
 )
@@ -53,8 +54,12 @@ func guardPVCs(t testing.TB, client kubernetes.Interface, lin versioned.Interfac
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &pvcGuard{t: t, client: client, ns: ns, cancel: cancel,
-		kube:     kubeinformers.NewSharedInformerFactoryWithOptions(client, 0, kubeinformers.WithNamespace(ns)),
-		lin:      lininformers.NewSharedInformerFactoryWithOptions(lin, 0, lininformers.WithNamespace(ns)),
+		kube: kubeinformers.NewSharedInformerFactoryWithOptions(client, 0, kubeinformers.WithNamespace(ns)),
+		// The operator's transform gives the cache one shape of
+		// Installation, from a LIST or a watch, as the watch-list
+		// consistency detector wants.
+		lin: lininformers.NewSharedInformerFactoryWithOptions(lin, 0, lininformers.WithNamespace(ns),
+			lininformers.WithTransform(controller.Transform)),
 		policies: map[string]linv1.ReclaimPolicy{}, claims: map[string]bool{}, deleted: map[string]bool{}}
 	insts := g.lin.Lin().V1().Installations().Informer()
 	claims := g.kube.Core().V1().PersistentVolumeClaims().Informer()

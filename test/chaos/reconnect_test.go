@@ -135,7 +135,10 @@ func watchConflicts(t *testing.T, c kubernetes.Interface, lc versioned.Interface
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	factory := lininformers.NewSharedInformerFactoryWithOptions(lc, 0, lininformers.WithNamespace(ns))
+	// The operator's transform gives the cache one shape of Installation,
+	// from a LIST or a watch, as the watch-list consistency detector wants.
+	factory := lininformers.NewSharedInformerFactoryWithOptions(lc, 0, lininformers.WithNamespace(ns),
+		lininformers.WithTransform(controller.Transform))
 	reg, err := factory.Lin().V1().Installations().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    record,
 		UpdateFunc: func(_, obj any) { record(obj) },
