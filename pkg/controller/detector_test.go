@@ -85,16 +85,17 @@ func TestPackedCachesMatchAListThroughTheTransform(t *testing.T) {
 	ch := render(t, inst)
 	listed := inst.DeepCopy()
 	listed.TypeMeta = metav1.TypeMeta{Kind: "Installation", APIVersion: linv1.SchemeGroupVersion.String()}
-	lists := map[string]runtime.Object{
-		"Installations": &linv1.InstallationList{Items: []linv1.Installation{*listed}},
-		"ConfigMaps":    &corev1.ConfigMapList{},
-		"StatefulSets":  &appsv1.StatefulSetList{},
-	}
+	configMaps, statefulSets := &corev1.ConfigMapList{}, &appsv1.StatefulSetList{}
 	for _, cm := range ch.ConfigMaps {
-		lists["ConfigMaps"].(*corev1.ConfigMapList).Items = append(lists["ConfigMaps"].(*corev1.ConfigMapList).Items, *cm)
+		configMaps.Items = append(configMaps.Items, *cm)
 	}
 	for _, sts := range ch.StatefulSets {
-		lists["StatefulSets"].(*appsv1.StatefulSetList).Items = append(lists["StatefulSets"].(*appsv1.StatefulSetList).Items, *sts)
+		statefulSets.Items = append(statefulSets.Items, *sts)
+	}
+	lists := map[string]runtime.Object{
+		"Installations": &linv1.InstallationList{Items: []linv1.Installation{*listed}},
+		"ConfigMaps":    configMaps,
+		"StatefulSets":  statefulSets,
 	}
 	for name, list := range lists {
 		t.Run(name, func(t *testing.T) {

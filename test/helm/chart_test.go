@@ -19,23 +19,11 @@ import (
 	"lin.dev/lin-operator/test/harness"
 )
 
-// helm runs the helm binary of the tools folder against the control plane
-// with args and returns its standard output. Its configuration, cache and
-// repositories are in a temporary folder, so that a developer's own are
-// neither read nor changed.
+// helm runs helm against the control plane with args and returns its
+// standard output (harness.Helm).
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(testEnv.BinDir, "helm"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testEnv.KubeconfigPath,
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
-	}
-	return stdout.Bytes()
+	return harness.Helm(t, testEnv.BinDir, testEnv.KubeconfigPath, args...)
 }
 
 // template renders the chart as release name in namespace with the --set

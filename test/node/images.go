@@ -63,23 +63,32 @@ func BuildImages(root, dir string) (Images, error) {
 		Busybox:     filepath.Join(dir, "busybox.tar"),
 		Operator:    filepath.Join(dir, "lin-operator.tar"),
 	}
-	busybox, err := image.Static(busyboxBinary, busyboxBinary, "", platform, "sh", "mkdir", "rm", "ls", "cat")
-	if err != nil {
-		return Images{}, fmt.Errorf("packing Debian's busybox-static (hack/install-node-deps.sh installs it): %w", err)
+	// One go build for both commands, into dir.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "./test/node/pause", "./test/node/testapp")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return Images{}, fmt.Errorf("building the test programs: %w: %s", err, out)
 	}
-	if err := image.WriteArchive(imgs.Busybox, BusyboxImage, busybox); err != nil {
-		return Images{}, err
-	}
-	// The user of registry.k8s.io/pause, which Pod Security restricted
-	// accepts for the sandbox.
-	if err := staticImage(root, dir, "pause", "65535:65535", platform, imgs.Pause, PauseImage); err != nil {
-		return Images{}, err
-	}
-	if err := staticImage(root, dir, "testapp", "65532:65532", platform, imgs.TestApp, TestAppImage); err != nil {
-		return Images{}, err
-	}
-	if err := staticImage(root, dir, "testapp", "", platform, imgs.RootTestApp, RootTestAppImage); err != nil {
-		return Images{}, err
+	pause, testapp := filepath.Join(dir, "pause"), filepath.Join(dir, "testapp")
+	for _, s := range []struct {
+		binary, entrypoint, user, out, ref string
+		links                              []string
+	}{
+		{busyboxBinary, busyboxBinary, "", imgs.Busybox, BusyboxImage, []string{"sh", "mkdir", "rm", "ls", "cat"}},
+		// The user of registry.k8s.io/pause, which Pod Security restricted
+		// accepts for the sandbox.
+		{pause, "/pause", "65535:65535", imgs.Pause, PauseImage, nil},
+		{testapp, "/testapp", "65532:65532", imgs.TestApp, TestAppImage, nil},
+		{testapp, "/testapp", "", imgs.RootTestApp, RootTestAppImage, nil},
+	} {
+		img, err := image.Static(s.binary, s.entrypoint, s.user, platform, s.links...)
+		if err != nil {
+			return Images{}, fmt.Errorf("packing %s (Debian's busybox-static comes from hack/install-node-deps.sh): %w", s.binary, err)
+		}
+		if err := image.WriteArchive(s.out, s.ref, img); err != nil {
+			return Images{}, err
+		}
 	}
 
 	operatorBin := filepath.Join(dir, "lin-operator")
@@ -95,21 +104,4 @@ func BuildImages(root, dir string) (Images, error) {
 		return Images{}, err
 	}
 	return imgs, nil
-}
-
-// staticImage builds the command test/node/NAME into dir and packs it, run
-// as user, into the tarball out, tagged ref.
-func staticImage(root, dir, name, user string, platform *v1.Platform, out, ref string) error {
-	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./test/node/"+name)
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s: %w: %s", name, err, out)
-	}
-	img, err := image.Static(bin, "/"+name, user, platform)
-	if err != nil {
-		return err
-	}
-	return image.WriteArchive(out, ref, img)
 }

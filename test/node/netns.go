@@ -59,8 +59,9 @@ func reexec() int {
 		return 1
 	}
 	// Built here, outside, where the module proxy is reachable; the tools
-	// are then only run inside.
-	if _, err := env.ResolveBinDir(""); err != nil {
+	// are then only run inside, from the folder found here.
+	binDir, err := env.ResolveBinDir("")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -70,6 +71,7 @@ func reexec() int {
 		return 1
 	}
 	cmd := exec.Command(filepath.Join(root, "hack", "node-netns.sh"), os.Args...)
+	cmd.Env = append(os.Environ(), "LIN_TOOLS_BIN="+binDir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// The script's trap ends the namespace when this process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

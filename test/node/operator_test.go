@@ -1,12 +1,10 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,20 +86,10 @@ func TestOperatorImageThroughHelm(t *testing.T) {
 	checkOperator(t, install, applied)
 }
 
-// helm runs the helm that hack/build-tools.sh built against the cluster,
-// with its own folders in the test's temporary folder.
+// helm runs helm against the cluster with args (harness.Helm).
 func helm(t *testing.T, args ...string) {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(cluster.BinDir, "helm"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath,
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.Bytes())
-	}
+	harness.Helm(t, cluster.BinDir, cluster.KubeconfigPath, args...)
 }
 
 // checkOperator checks an install of the operator's image, applied at

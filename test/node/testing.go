@@ -27,9 +27,9 @@ import (
 // is a failure: CI must run these tests.
 func RunMain(m *testing.M, images func() ([]string, error), set func(*Cluster)) int {
 	if _, err := CurrentNetwork(); err == errOutside {
-		if why := Unavailable(); why != "" {
-			if os.Getenv("CI") == "true" {
-				fmt.Fprintf(os.Stderr, "FAIL: CI must run the real-node tests, and %s\n", why)
+		if why, fail := missing(); why != "" {
+			if fail {
+				fmt.Fprintf(os.Stderr, "FAIL: %s\n", why)
 				return 1
 			}
 			fmt.Fprintf(os.Stderr, "skipping the real-node tests: %s\n", why)
@@ -41,6 +41,29 @@ func RunMain(m *testing.M, images func() ([]string, error), set func(*Cluster)) 
 		return 1
 	}
 	return runInside(m, images, set)
+}
+
+// SkipUnavailable skips t on a machine that cannot run a real node, saying
+// what is missing, and fails it instead under CI=true, as RunMain does, for
+// a test that starts a real node itself.
+func SkipUnavailable(t testing.TB) {
+	t.Helper()
+	if why, fail := missing(); fail {
+		t.Fatal(why)
+	} else if why != "" {
+		t.Skip(why)
+	}
+}
+
+// missing says why this machine cannot run a real node (Unavailable), or
+// "", and whether that is a failure: under CI=true, CI must run the
+// real-node tests.
+func missing() (why string, fail bool) {
+	why = Unavailable()
+	if why != "" && os.Getenv("CI") == "true" {
+		return "CI must run the real-node tests, and " + why, true
+	}
+	return why, false
 }
 
 // runInside is RunMain inside the namespaces.
