@@ -88,6 +88,7 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 		"-f", filepath.Join(root, "deploy", "crds")); err != nil {
 		t.Fatalf("applying the current CRD: %v\n%s", err, out)
 	}
+	waitServedUnderCurrentCRD(t, lc, ns, len(corpus))
 	op := harness.StartOperator(t, e.Config, harness.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
 	// The first reconcile comes from the initial list, the others from
 	// resyncs: four show that every Installation was looked at again after
@@ -261,6 +262,32 @@ func waitSettled(t *testing.T, lc versioned.Interface, ns string, corpus []*linv
 			if st.ObservedGeneration != inst.Generation || (st.Phase != linv1.PhaseReady && st.Phase != linv1.PhaseStopped) {
 				return false, fmt.Errorf("Installation %s is %s (generation %d, observed %d, ready %s)",
 					inst.Name, st.Phase, inst.Generation, st.ObservedGeneration, st.Ready)
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitServedUnderCurrentCRD waits until the API server serves the
+// Installations of ns with the current CRD's defaults (spec.rollout is new in
+// it). The server swaps its storage for a changed CRD a moment after the
+// write, so an informer started at once could get its watch from the old
+// storage and its LIST from the new one: the objects of the two would differ
+// by those defaults, and the watch-list consistency detector would stop the
+// operator for what is the server's doing.
+func waitServedUnderCurrentCRD(t *testing.T, lc versioned.Interface, ns string, n int) {
+	t.Helper()
+	harness.Eventually(t, timeout, "the Installations served under the current CRD", func(ctx context.Context) (bool, error) {
+		list, err := lc.LinV1().Installations(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) != n {
+			return false, fmt.Errorf("%d Installations listed, want %d", len(list.Items), n)
+		}
+		for _, inst := range list.Items {
+			if inst.Spec.Rollout.Strategy == "" {
+				return false, fmt.Errorf("Installation %s has no spec.rollout.strategy yet", inst.Name)
 			}
 		}
 		return true, nil
