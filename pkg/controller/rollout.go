@@ -58,12 +58,18 @@ func planRollout(strategy linv1.RolloutStrategy, desired, live []*appsv1.Statefu
 }
 
 // settled reports whether a StatefulSet's controller has seen its current
-// spec and every pod it wants runs the current template and is Ready.
+// spec and every pod it wants runs the current template and is available.
 func settled(sts *appsv1.StatefulSet) bool {
 	want := ptr.Deref(sts.Spec.Replicas, 1)
 	s := sts.Status
-	return s.ObservedGeneration >= sts.Generation && s.Replicas == want && s.ReadyReplicas == want &&
+	return s.ObservedGeneration >= sts.Generation && s.Replicas == want && available(sts, want) &&
 		s.UpdatedReplicas == want && (want == 0 || s.UpdateRevision == s.CurrentRevision)
+}
+
+// available reports whether want pods of a StatefulSet are Ready and, with
+// a minReadySeconds, have been for that long.
+func available(sts *appsv1.StatefulSet, want int32) bool {
+	return sts.Status.ReadyReplicas == want && (sts.Spec.MinReadySeconds == 0 || sts.Status.AvailableReplicas == want)
 }
 
 // rolloutStatus returns status.rollout for the shard that is rolling (-1:

@@ -39,6 +39,7 @@ func liveShard(desired *appsv1.StatefulSet, as *shardAs) *appsv1.StatefulSet {
 	if !as.settled {
 		l.Status.UpdateRevision, l.Status.ReadyReplicas = "r2", 1
 	}
+	l.Status.AvailableReplicas = l.Status.ReadyReplicas
 	return l
 }
 
@@ -79,6 +80,29 @@ func TestPlanRollout(t *testing.T) {
 				t.Errorf("proceed %s, rolling %d; want %s, %d", got, p.rolling, tc.proceed, tc.rolling)
 			}
 		})
+	}
+}
+
+// TestShardWithMinReadySecondsSettlesWhenAvailable: with a minReadySeconds,
+// a shard whose pods are all Ready is not settled until they are available,
+// so the rollout does not go on to the next shard before that.
+func TestShardWithMinReadySecondsSettlesWhenAvailable(t *testing.T) {
+	inst := newInstallation()
+	inst.Spec.Shards = ptr.To[int32](2)
+	inst.Spec.Rollout.MinReadySeconds = 10
+	desired := render(t, inst).StatefulSets
+	first := liveShard(desired[0], done)
+	first.Status.AvailableReplicas = 1
+	live := []*appsv1.StatefulSet{first, liveShard(desired[1], old)}
+	if p := planRollout("", desired, live); p.proceed[1] || p.rolling != 0 {
+		t.Errorf("shard 0 Ready but 1 of 2 pods available: proceed %v, rolling %d; want shard 1 to wait", p.proceed, p.rolling)
+	}
+	first.Status.AvailableReplicas = 2
+	if p := planRollout("", desired, live); !p.proceed[1] || p.rolling != 1 {
+		t.Errorf("shard 0 available: proceed %v, rolling %d; want shard 1 to go", p.proceed, p.rolling)
+	}
+	if got := desired[0].Spec.MinReadySeconds; got != 10 {
+		t.Errorf("the StatefulSet's minReadySeconds is %d, want spec.rollout.minReadySeconds, 10", got)
 	}
 }
 

@@ -99,13 +99,13 @@ func FirstStatus(inst *linv1.Installation, desired *resources.Children, stored [
 
 // shardRolledOut reports whether a shard's StatefulSet is the one the spec
 // renders, its controller has seen that version, and all its pods run it and
-// are ready.
+// are available.
 func shardRolledOut(live, desired *appsv1.StatefulSet, want int32) bool {
 	if live == nil || !sameRendering(desired, live) || live.Status.ObservedGeneration < live.Generation {
 		return false
 	}
 	s := live.Status
-	return s.Replicas == want && s.ReadyReplicas == want && s.UpdatedReplicas == want &&
+	return s.Replicas == want && available(live, want) && s.UpdatedReplicas == want &&
 		(want == 0 || s.UpdateRevision == s.CurrentRevision)
 }
 

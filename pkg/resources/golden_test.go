@@ -217,7 +217,7 @@ var goldenCases = []goldenCase{
 	{name: "rollout", mod: func(i *linv1.Installation) {
 		i.Spec.Replicas = ptr.To[int32](4)
 		i.Spec.Rollout = linv1.RolloutSpec{Strategy: linv1.RolloutAllShards,
-			MaxUnavailable: ptr.To(intstr.FromString("50%")), ProgressDeadlineSeconds: ptr.To[int32](120)}
+			MaxUnavailable: ptr.To(intstr.FromString("50%")), ProgressDeadlineSeconds: ptr.To[int32](120), MinReadySeconds: 15}
 	}},
 	{name: "parallel", mod: func(i *linv1.Installation) {
 		i.Spec.Replicas = ptr.To[int32](3)

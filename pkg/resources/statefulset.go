@@ -24,6 +24,7 @@ func NewStatefulSet(inst *linv1.Installation, shard int32) *appsv1.StatefulSet {
 			ServiceName:         HeadlessServiceName(inst),
 			PodManagementPolicy: podManagementPolicy(inst),
 			UpdateStrategy:      updateStrategy(inst),
+			MinReadySeconds:     inst.Spec.Rollout.MinReadySeconds,
 			Template:            newPodTemplate(inst, shard),
 		},
 	}

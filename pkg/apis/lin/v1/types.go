@@ -403,6 +403,18 @@ type RolloutSpec struct {
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// MinReadySeconds is how long a new pod must have been Ready before it
+	// counts as available: the StatefulSets' minReadySeconds. A rollout
+	// replaces the next pod of a shard, and moves on to the next shard,
+	// only once the new pods are available. It is for an application whose
+	// readiness says less than that its peers can reach the pod: a pod that
+	// comes back has a new address, which the cluster's DNS gives out only
+	// after the old record's time to live, so a quorum member restarted
+	// right after it would leave the quorum short for that long.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 }
 
 // PodSettings are pod-level settings applied to every pod.

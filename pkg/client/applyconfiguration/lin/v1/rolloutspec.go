@@ -39,6 +39,15 @@ type RolloutSpecApplyConfiguration struct {
 	// reason RolloutStalled. The rollout then holds: the other shards keep
 	// their pods until the spec is fixed.
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// MinReadySeconds is how long a new pod must have been Ready before it
+	// counts as available: the StatefulSets' minReadySeconds. A rollout
+	// replaces the next pod of a shard, and moves on to the next shard,
+	// only once the new pods are available. It is for an application whose
+	// readiness says less than that its peers can reach the pod: a pod that
+	// comes back has a new address, which the cluster's DNS gives out only
+	// after the old record's time to live, so a quorum member restarted
+	// right after it would leave the quorum short for that long.
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 }
 
 // RolloutSpecApplyConfiguration constructs a declarative configuration of the RolloutSpec type for use with
@@ -68,5 +77,13 @@ func (b *RolloutSpecApplyConfiguration) WithMaxUnavailable(value intstr.IntOrStr
 // If called multiple times, the ProgressDeadlineSeconds field is set to the value of the last call.
 func (b *RolloutSpecApplyConfiguration) WithProgressDeadlineSeconds(value int32) *RolloutSpecApplyConfiguration {
 	b.ProgressDeadlineSeconds = &value
+	return b
+}
+
+// WithMinReadySeconds sets the MinReadySeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MinReadySeconds field is set to the value of the last call.
+func (b *RolloutSpecApplyConfiguration) WithMinReadySeconds(value int32) *RolloutSpecApplyConfiguration {
+	b.MinReadySeconds = &value
 	return b
 }
