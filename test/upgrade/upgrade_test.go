@@ -7,12 +7,10 @@
 package upgrade
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,8 +53,11 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := buildBase(t, root)
-	e := env.StartForTest(t, env.Options{Mode: env.Cluster, CRDDir: filepath.Join(old.tree, "deploy", "crds")})
+	old, err := harness.BuildBase(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env.StartForTest(t, env.Options{Mode: env.Cluster, CRDDir: filepath.Join(old.Tree, "deploy", "crds")})
 	lc := versioned.NewForConfigOrDie(e.Config)
 	ns := harness.Namespace(t, e.Client)
 	provideFor(t, e, ns)
@@ -71,7 +72,7 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 	// shape of Installation whether it came by a LIST or by a watch, so
 	// the watch-list consistency detector would stop it; its code is
 	// fixed, so only the mutation detector runs on it.
-	p := harness.StartProcessEnv(t, "base-operator", old.binary,
+	p := harness.StartProcessEnv(t, "base-operator", old.Binary,
 		[]string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=false"},
 		"--kubeconfig", e.KubeconfigPath, "--namespace", ns, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	waitSettled(t, lc, ns, corpus)
@@ -82,7 +83,7 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 	}
 	pods, revisions := podUIDs(t, e, ns), updateRevisions(t, e, ns)
 	t.Logf("the base release %s converged %d Installations: %d pods, %d StatefulSets",
-		old.commit[:12], len(corpus), len(pods), len(revisions))
+		old.Commit[:12], len(corpus), len(pods), len(revisions))
 
 	if out, err := e.Kubectl(context.Background(), "apply", "--server-side", "--force-conflicts",
 		"-f", filepath.Join(root, "deploy", "crds")); err != nil {
@@ -118,70 +119,6 @@ func TestUpgradeFromTheBaseReleaseRestartsNothing(t *testing.T) {
 	t.Logf("after the upgrade: %d pods unchanged, writes: %s", len(pods), harness.Format(writes))
 }
 
-// base is the operator of the base release.
-type base struct {
-	// commit is the commit in hack/upgrade-base.
-	commit string
-	// tree is that commit's files; binary is its operator, built there.
-	tree, binary string
-}
-
-// buildBase extracts the commit named in hack/upgrade-base from the
-// repository's history and builds its operator as `make build` does.
-func buildBase(t *testing.T, root string) base {
-	t.Helper()
-	b := base{commit: baseCommit(t, root), tree: t.TempDir()}
-	b.binary = filepath.Join(b.tree, "bin", "lin-operator")
-	if err := haveCommit(root, b.commit); err != nil {
-		t.Fatal(err)
-	}
-	archive := exec.Command("sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", b.commit, b.tree)
-	archive.Dir = root
-	if out, err := archive.CombinedOutput(); err != nil {
-		t.Fatalf("extracting %s: %v\n%s", b.commit, err, out)
-	}
-	build := exec.Command("go", "build", "-trimpath", "-o", b.binary, "./cmd/operator")
-	build.Dir = b.tree
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the operator of %s: %v\n%s", b.commit, err, out)
-	}
-	return b
-}
-
-// baseCommit reads hack/upgrade-base: its first line that is not a comment.
-func baseCommit(t *testing.T, root string) string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(root, "hack", "upgrade-base"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if line := strings.TrimSpace(s.Text()); line != "" && !strings.HasPrefix(line, "#") {
-			return line
-		}
-	}
-	t.Fatal("hack/upgrade-base names no commit")
-	return ""
-}
-
-// haveCommit makes sure the clone holds commit, fetching it from origin when
-// a shallow clone lacks it.
-func haveCommit(root, commit string) error {
-	has := func() bool { return exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() == nil }
-	if has() {
-		return nil
-	}
-	out, err := exec.Command("git", "-C", root, "fetch", "--quiet", "origin", commit).CombinedOutput()
-	if err != nil || !has() {
-		return fmt.Errorf("the upgrade base %s (hack/upgrade-base) is not in this clone and fetching it failed: %v %s; "+
-			"the test needs the repository's history (git fetch --unshallow)", commit, err, out)
-	}
-	return nil
-}
-
 // provideFor creates what the corpus' pods need to be scheduled and become
 // Ready: the service account and priority class that a golden case names,
 // node labels its node selector asks for, and volumes for every claim.
@@ -206,10 +143,11 @@ func provideFor(t *testing.T, e *env.Env, ns string) {
 			t.Fatal(err)
 		}
 	}
-	// examples/sharded.yaml claims 4 x 10Gi, storage-delete 1 x 500Mi,
+	// examples/sharded.yaml claims 4 x 10Gi, examples/etcd.yaml 3 x 1Gi,
+	// examples/shardapp.yaml 6 x 1Gi, storage-delete 1 x 500Mi,
 	// object-metadata 2 x 5Gi, and storage-retain 2 x 10Gi of class
 	// fast-ssd, ReadWriteOnce and ReadOnlyMany.
-	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 7, Size: "10Gi"})
+	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns, Count: 16, Size: "10Gi"})
 	harness.CreateVolumes(t, e.Client, harness.Volumes{Prefix: ns + "-ssd", Count: 2, Size: "10Gi", StorageClass: "fast-ssd",
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}})
 }
