@@ -32,7 +32,10 @@ const kubeletHealthz = "127.0.0.1:10248"
 //   - no swap check, a volume plugin folder of its own, attach and detach
 //     by kubelet itself (the controller manager does not run that
 //     controller), no image garbage collection (nothing can be pulled back),
-//     and eviction thresholds loose enough for a small tmpfs.
+//     and eviction thresholds loose enough for a small tmpfs;
+//   - syncFrequency of 5 s, not 1 min: kubelet refreshes a mounted
+//     ConfigMap when it syncs the pod, so a changed topology.json reaches
+//     running pods within seconds, which the scaling tests wait for.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -66,6 +69,7 @@ evictionHard:
 maxPods: 110
 serializeImagePulls: false
 podLogsDir: /var/log/pods
+syncFrequency: 5s
 `
 
 // cgroupControllers are the cgroup v1 hierarchies (and the v2 one of the

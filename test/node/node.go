@@ -59,10 +59,16 @@ type Network struct {
 // hack/node-netns.sh.
 var errOutside = errors.New("not inside the namespaces of hack/node-netns.sh (LIN_NODE_NETNS is not set); a real node runs only there")
 
+// Inside says whether this process runs inside the namespaces of
+// hack/node-netns.sh, as RunMain's second run does.
+func Inside() bool {
+	return os.Getenv("LIN_NODE_NETNS") == "1"
+}
+
 // CurrentNetwork returns the Network of the namespace this process runs in,
 // or an error when it does not run inside hack/node-netns.sh.
 func CurrentNetwork() (Network, error) {
-	if os.Getenv("LIN_NODE_NETNS") != "1" {
+	if !Inside() {
 		return Network{}, errOutside
 	}
 	n := Network{
