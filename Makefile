@@ -71,10 +71,14 @@ test test-unit test-chaos: export KUBE_CACHE_MUTATION_DETECTOR := true
 test test-unit test-chaos: export KUBE_WATCHLIST_INCONSISTENCY_DETECTOR := true
 
 ## test: every test; the integration tests run a real control plane, and
-## test/node a real node (containerd, kubelet; Linux and root, else it skips
-## saying why, except under CI=true).
+## test/node and test/apps a real node (containerd, kubelet; Linux and root,
+## else they skip saying why, except under CI=true). test/apps runs alone,
+## after the others: its clients time every write to etcd and shardapp, and
+## other test packages on the same cores would slow the applications. It
+## runs with -v: each scenario prints its figures.
 test: tools node-deps
-	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 60m ./...
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -vx 'lin.dev/lin-operator/test/apps')
+	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 30m -v ./test/apps
 
 ## test-unit: the tests that need no control plane.
 test-unit:

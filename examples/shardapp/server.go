@@ -83,7 +83,10 @@ func (s *Server) Handler() http.Handler {
 // putKey stamps the value with a version and sends it to every replica of
 // the key's shard. The write is acknowledged once one replica has it on
 // disk, as a ClickHouse insert without a quorum is; the replicas that were
-// away get it from the catch-up.
+// away get it from the catch-up. When no replica of that shard can take it
+// (after a scale-up, the topology names a new shard's pods before they run
+// or before the cluster's DNS knows them), it goes to this pod's own shard
+// instead, where a read looks next.
 func (s *Server) putKey(w http.ResponseWriter, r *http.Request) {
 	value, err := io.ReadAll(io.LimitReader(r.Body, maxValueBytes+1))
 	if err != nil || len(value) > maxValueBytes {
@@ -93,31 +96,42 @@ func (s *Server) putKey(w http.ResponseWriter, r *http.Request) {
 	e := Entry{Key: r.PathValue("key"), Value: string(value), Version: time.Now().UnixNano()}
 	topo := s.topology.Get()
 	shard := ShardOf(e.Key, len(topo.Shards))
-	results := each(topo.Peers(shard, s.portName), func(peer string) (struct{}, error) {
-		if IsSelf(peer, s.pod) {
-			return struct{}{}, s.store.Put(e)
-		}
-		return struct{}{}, s.send(r.Context(), http.MethodPut, peer+"/local", e, nil)
-	})
-	stored, errs := 0, []error{}
-	for _, res := range results {
-		if res.err == nil {
-			stored++
-		} else {
-			errs = append(errs, res.err)
-		}
+	err = s.replicate(r.Context(), topo.Peers(shard, s.portName), e)
+	if err != nil && shard != s.shard && s.shard < len(topo.Shards) {
+		log.Printf("shard %d took %q for shard %d: %v", s.shard, e.Key, shard, err)
+		err = s.replicate(r.Context(), topo.Peers(s.shard, s.portName), e)
 	}
-	if stored == 0 {
-		http.Error(w, fmt.Sprintf("no replica of shard %d stored %q: %v", shard, e.Key, errors.Join(errs...)), http.StatusServiceUnavailable)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("no replica stored %q: %v", e.Key, err), http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// replicate sends e to every peer and succeeds when one stored it.
+func (s *Server) replicate(ctx context.Context, peers []string, e Entry) error {
+	results := each(peers, func(peer string) (struct{}, error) {
+		if IsSelf(peer, s.pod) {
+			return struct{}{}, s.store.Put(e)
+		}
+		return struct{}{}, s.send(ctx, http.MethodPut, peer+"/local", e, nil)
+	})
+	errs := []error{errors.New("no replica")}
+	for _, res := range results {
+		if res.err == nil {
+			return nil
+		}
+		errs = append(errs, res.err)
+	}
+	return errors.Join(errs...)
+}
+
 // getKey returns the newest version of key among the replicas of its shard.
 // A key written before the number of shards changed lives on the shard it
-// belonged to then, so a key its shard lacks is looked for on all shards;
-// the data never moves.
+// belonged to then, and one whose shard could not take it on the shard of
+// the pod that took it, so a key its shard lacks is looked for on all
+// shards; the data never moves. Not found with a shard unreachable is an
+// error, since the key may be there.
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	topo := s.topology.Get()
@@ -128,16 +142,21 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 			shards = append(shards, i)
 		}
 	}
+	var unreachable []error
 	for _, shard := range shards {
 		e, found, err := s.lookup(r.Context(), topo.Peers(shard, s.portName), key)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
+			unreachable = append(unreachable, fmt.Errorf("shard %d: %w", shard, err))
+			continue
 		}
 		if found {
 			io.WriteString(w, e.Value)
 			return
 		}
+	}
+	if len(unreachable) > 0 {
+		http.Error(w, errors.Join(unreachable...).Error(), http.StatusServiceUnavailable)
+		return
 	}
 	http.Error(w, fmt.Sprintf("no key %q", key), http.StatusNotFound)
 }

@@ -29,8 +29,15 @@ func lin() versioned.Interface {
 	return versioned.NewForConfigOrDie(cluster.Config)
 }
 
-// createExample creates the Installation of examples/<file> in ns, changed
-// by edit (if not nil), and returns it.
+// minReadySeconds is the rollouts' minReadySeconds on the test's cluster.
+// The examples wait 30 s, the TTL of kubeadm's CoreDNS, for a pod's new
+// address to reach its peers; the test's CoreDNS gives out records for 5 s
+// (the kubernetes plugin's default TTL, and `cache 5` in test/node), so
+// twice that is enough here, and keeps the rollouts short.
+const minReadySeconds = 10
+
+// createExample creates the Installation of examples/<file> in ns, with
+// minReadySeconds, changed by edit (if not nil), and returns it.
 func createExample(t *testing.T, ns, file string, edit func(*linv1.Installation)) *linv1.Installation {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "examples", file))
@@ -42,6 +49,7 @@ func createExample(t *testing.T, ns, file string, edit func(*linv1.Installation)
 		t.Fatalf("examples/%s: %v", file, err)
 	}
 	inst.Namespace = ns
+	inst.Spec.Rollout.MinReadySeconds = minReadySeconds
 	if edit != nil {
 		edit(inst)
 	}

@@ -19,18 +19,6 @@ import (
 // etcdName is the name that examples/etcd.yaml's peer list assumes.
 const etcdName = "etcd"
 
-// etcdMinReadySeconds is the rollout's minReadySeconds for etcd on the
-// test's cluster. examples/etcd.yaml waits 30 s, the TTL of kubeadm's
-// CoreDNS, for a member's new address to reach its peers; the test's
-// CoreDNS gives out records for 5 s (the kubernetes plugin's default TTL,
-// and `cache 5` in test/node), so twice that is enough here.
-const etcdMinReadySeconds = 10
-
-// etcdForTheTestCluster fits examples/etcd.yaml to the test's cluster.
-func etcdForTheTestCluster(i *linv1.Installation) {
-	i.Spec.Rollout.MinReadySeconds = etcdMinReadySeconds
-}
-
 // startEtcd runs the operator on a namespace of its own, creates
 // examples/etcd.yaml there, and returns the namespace once the three
 // members are Ready.
@@ -39,9 +27,10 @@ func startEtcd(t *testing.T) (string, *linv1.Installation) {
 	ns := harness.Namespace(t, cluster.Client)
 	harness.StartOperator(t, cluster.Config, harness.Options{Namespaces: []string{ns}})
 	began := time.Now()
-	createExample(t, ns, "etcd.yaml", etcdForTheTestCluster)
+	createExample(t, ns, "etcd.yaml", nil)
 	inst := waitRolledOut(t, ns, etcdName)
-	t.Logf("examples/etcd.yaml: %s members Ready %v after the create", inst.Status.Ready, time.Since(began).Round(100*time.Millisecond))
+	t.Logf("examples/etcd.yaml: %s members Ready, and available (minReadySeconds %d), %v after the create",
+		inst.Status.Ready, minReadySeconds, time.Since(began).Round(100*time.Millisecond))
 	return ns, inst
 }
 
@@ -197,8 +186,14 @@ func TestEtcdDrainKeepsQuorum(t *testing.T) {
 	if _, err := cluster.Kubectl(context.Background(), "uncordon", node.Name); err != nil {
 		t.Fatal(err)
 	}
+	harness.Eventually(t, timeout, evictedPod+" to be Ready", func(context.Context) (bool, error) {
+		p, ok := pods(t, ns, etcdName)[evictedPod]
+		return ok && podReady(&p), nil
+	})
+	ready := time.Since(uncordoned)
 	waitRolledOut(t, ns, etcdName)
-	t.Logf("drain: %s Ready again %v after the uncordon", evictedPod, time.Since(uncordoned).Round(100*time.Millisecond))
+	t.Logf("drain: %s Ready again %v after the uncordon, available (minReadySeconds %d) after %v", evictedPod,
+		ready.Round(100*time.Millisecond), minReadySeconds, time.Since(uncordoned).Round(100*time.Millisecond))
 	if now := claimUIDs(t, ns, etcdName); now[evictedPod] != claims[evictedPod] {
 		t.Errorf("%s came back on claim %s, not on its own %s", evictedPod, now[evictedPod], claims[evictedPod])
 	}

@@ -65,7 +65,7 @@ func TestOperatorUpgradeRestartsNothing(t *testing.T) {
 	// consistency detector needs (see test/upgrade).
 	old := startOperatorProcess(t, "base-operator", base.Binary, ns,
 		[]string{"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=false"})
-	createExample(t, ns, "etcd.yaml", etcdForTheTestCluster)
+	createExample(t, ns, "etcd.yaml", nil)
 	createExample(t, ns, "shardapp.yaml", nil)
 	waitRolledOut(t, ns, etcdName)
 	waitRolledOut(t, ns, shardAppName)

@@ -211,21 +211,22 @@ func TestShardAppScalingRestartsNothing(t *testing.T) {
 	waitAcknowledged(t, l, 20)
 	before := runs(t, ns, shardAppName)
 
-	began := time.Now()
-	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Replicas = ptr.To[int32](3) })
-	waitRolledOut(t, ns, shardAppName)
-	ready := time.Since(began)
-	seen := waitTopology(t, ns, before, 2, 3, began)
-	t.Logf("scale: 2x2 to 2x3 Ready in %v; every running pod read the new topology %v after the edit",
-		ready.Round(100*time.Millisecond), seen.Round(100*time.Millisecond))
-
-	began = time.Now()
-	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Shards = ptr.To[int32](3) })
-	waitRolledOut(t, ns, shardAppName)
-	ready = time.Since(began)
-	seen = waitTopology(t, ns, before, 3, 3, began)
-	t.Logf("scale: 2x3 to 3x3 Ready in %v; every running pod read the new topology %v after the edit",
-		ready.Round(100*time.Millisecond), seen.Round(100*time.Millisecond))
+	for _, step := range []struct {
+		what             string
+		shards, replicas int
+		edit             func(*linv1.Installation)
+	}{
+		{"2x2 to 2x3", 2, 3, func(i *linv1.Installation) { i.Spec.Replicas = ptr.To[int32](3) }},
+		{"2x3 to 3x3", 3, 3, func(i *linv1.Installation) { i.Spec.Shards = ptr.To[int32](3) }},
+	} {
+		began := time.Now()
+		harness.EditInstallation(t, lin(), ns, shardAppName, step.edit)
+		seen := waitTopology(t, ns, before, step.shards, step.replicas, began)
+		waitRolledOut(t, ns, shardAppName)
+		t.Logf("scale: %s: every running pod read the new topology %v after the edit (kubelet syncs every 5 s); "+
+			"the new pods Ready and available (minReadySeconds %d) after %v", step.what,
+			seen.Round(100*time.Millisecond), minReadySeconds, time.Since(began).Round(100*time.Millisecond))
+	}
 	if changed := changedRuns(before, runs(t, ns, shardAppName)); len(changed) > 0 {
 		t.Errorf("scaling restarted pods: %v", changed)
 	}

@@ -82,8 +82,9 @@ var fieldEdits = map[string]func(*linv1.Installation){
 	"rollout.progressDeadlineSeconds": func(i *linv1.Installation) {
 		i.Spec.Rollout.ProgressDeadlineSeconds = ptr.To[int32](300)
 	},
-	"stop":   func(i *linv1.Installation) { i.Spec.Stop = true },
-	"paused": func(i *linv1.Installation) { i.Spec.Paused = true },
+	"rollout.minReadySeconds": func(i *linv1.Installation) { i.Spec.Rollout.MinReadySeconds = 5 },
+	"stop":                    func(i *linv1.Installation) { i.Spec.Stop = true },
+	"paused":                  func(i *linv1.Installation) { i.Spec.Paused = true },
 }
 
 // fieldEffect is one row of the table in docs/operations.md.
