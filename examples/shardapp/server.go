@@ -108,20 +108,28 @@ func (s *Server) putKey(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// replicate sends e to every peer and succeeds when one stored it.
+// replicate sends e to every peer and returns once one has stored it; the
+// others get it all the same, within peerTimeout, after the client has its
+// answer.
 func (s *Server) replicate(ctx context.Context, peers []string, e Entry) error {
-	results := each(peers, func(peer string) (struct{}, error) {
-		if IsSelf(peer, s.pod) {
-			return struct{}{}, s.store.Put(e)
-		}
-		return struct{}{}, s.send(ctx, http.MethodPut, peer+"/local", e, nil)
-	})
+	ctx = context.WithoutCancel(ctx)
+	results := make(chan error, len(peers))
+	for _, peer := range peers {
+		go func() {
+			if IsSelf(peer, s.pod) {
+				results <- s.store.Put(e)
+				return
+			}
+			results <- s.send(ctx, http.MethodPut, peer+"/local", e, nil)
+		}()
+	}
 	errs := []error{errors.New("no replica")}
-	for _, res := range results {
-		if res.err == nil {
+	for range peers {
+		err := <-results
+		if err == nil {
 			return nil
 		}
-		errs = append(errs, res.err)
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
