@@ -134,18 +134,18 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 		stalled.Round(100*time.Millisecond), deadline, c.Message)
 
 	// StatefulSets replace the highest ordinal first.
+	// Between two back-offs the container runs for a moment.
 	rolled := shardAppName + "-0-1"
-	p := pods(t, ns, shardAppName)[rolled]
-	var waiting string
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Waiting != nil {
-			waiting = cs.State.Waiting.Reason
+	harness.Eventually(t, timeout, rolled+" in CrashLoopBackOff", func(context.Context) (bool, error) {
+		p := pods(t, ns, shardAppName)[rolled]
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+				t.Logf("crash: %s in CrashLoopBackOff after %d restarts", rolled, cs.RestartCount)
+				return true, nil
+			}
 		}
-		t.Logf("crash: %s restarted %d times, waiting: %q", rolled, cs.RestartCount, waiting)
-	}
-	if waiting != "CrashLoopBackOff" {
-		t.Errorf("%s is not in CrashLoopBackOff: %+v", rolled, p.Status.ContainerStatuses)
-	}
+		return false, fmt.Errorf("containers: %+v", p.Status.ContainerStatuses)
+	})
 	after := runs(t, ns, shardAppName)
 	if changed := changedRuns(before, after); len(changed) != 1 || !strings.HasPrefix(changed[0], rolled+" ") {
 		t.Errorf("the stalled rollout must change only %s, changed: %v", rolled, changed)
