@@ -83,9 +83,18 @@ func ObserveReconcile(d time.Duration, err error) {
 	reconcileDuration.WithLabelValues(result).Observe(d.Seconds())
 }
 
+// MaxScrapesInFlight bounds the scrapes that Handler serves at once; it
+// answers more with 503. Each scrape gathers every Installation's series
+// into memory, so this bounds what many clients at once can make the
+// operator hold; Prometheus servers scrape one at a time each.
+const MaxScrapesInFlight = 4
+
+// ScrapeTimeout bounds a scrape's gathering; past it, Handler answers 503.
+const ScrapeTimeout = 30 * time.Second
+
 // Handler serves the process registry and the extra collectors, which are
 // one operator's own, in the Prometheus exposition formats (text unless the
-// scraper asks for another).
+// scraper asks for another), at most MaxScrapesInFlight at once.
 func Handler(extra ...prometheus.Collector) (http.Handler, error) {
 	own := prometheus.NewRegistry()
 	for _, c := range extra {
@@ -93,5 +102,6 @@ func Handler(extra ...prometheus.Collector) (http.Handler, error) {
 			return nil, err
 		}
 	}
-	return promhttp.HandlerFor(prometheus.Gatherers{registry, own}, promhttp.HandlerOpts{}), nil
+	opts := promhttp.HandlerOpts{MaxRequestsInFlight: MaxScrapesInFlight, Timeout: ScrapeTimeout}
+	return promhttp.HandlerFor(prometheus.Gatherers{registry, own}, opts), nil
 }

@@ -16,6 +16,27 @@ import (
 	"lin.dev/lin-operator/pkg/metrics"
 )
 
+// The limits of the metrics and health servers. Their clients, Prometheus
+// and the kubelet's probes, send small GETs without a body, so the limits
+// only bound what a slow, stuck or hostile client can hold: its headers in
+// memory, and its connection in time. Each connection still gets its own
+// goroutine: a cap on connections would let a few slow clients starve the
+// kubelet's probes, and a failed liveness probe restarts the operator.
+const (
+	// maxHeaderBytes bounds a request's headers (net/http adds 4 KiB of
+	// slack); the default is 1 MiB. A bearer token fits many times over.
+	maxHeaderBytes = 16 << 10
+	// readHeaderTimeout closes a connection whose headers trickle in.
+	readHeaderTimeout = 10 * time.Second
+	// readTimeout bounds the reading of a whole request.
+	readTimeout = 30 * time.Second
+	// writeTimeout leaves a scrape its metrics.ScrapeTimeout and the
+	// writing of the answer.
+	writeTimeout = 2 * metrics.ScrapeTimeout
+	// idleTimeout closes a kept-alive connection that nobody uses.
+	idleTimeout = 2 * time.Minute
+)
+
 // endpoint is one HTTP server the operator runs.
 type endpoint struct {
 	// name says what it serves, in logs and errors.
@@ -79,7 +100,14 @@ func listen(ep endpoint) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving %s: %w", ep.name, err)
 	}
-	s := &http.Server{Handler: ep.handler, ReadHeaderTimeout: 10 * time.Second}
+	s := &http.Server{
+		Handler:           ep.handler,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+	}
 	go func() {
 		if err := s.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 			klog.ErrorS(err, "Server stopped", "server", ep.name, "address", ep.addr)
