@@ -211,6 +211,8 @@ var unreconcilable = []badCase{
 		"exec": map[string]any{"command": []any{"true"}}}), reason: "ApplyFailed", message: "startupProbe.timeoutSeconds"},
 	{what: "service account name with an underscore", change: set("pod.serviceAccountName", "bad_sa"),
 		reason: "ApplyFailed", message: "serviceAccountName"},
+	{what: "service account of another namespace", change: set("pod.serviceAccountName", "system:serviceaccount:kube-system:default"),
+		reason: "ApplyFailed", message: "serviceAccountName"},
 	{what: "negative user id", change: set("pod.securityContext", map[string]any{"runAsUser": int64(-1)}),
 		reason: "ApplyFailed", message: "runAsUser"},
 	{what: "node affinity with an unknown operator", change: set("pod.affinity", map[string]any{"nodeAffinity": map[string]any{

@@ -119,7 +119,7 @@ func TestApplyInstallsEverythingAndThePodsPassRestricted(t *testing.T) {
 	}
 }
 
-func TestRBACHasNoWildcardsAndTheRoleMatchesTheClusterRole(t *testing.T) {
+func TestRBACHasNoWildcardsNorSecretsAndTheRoleMatchesTheClusterRole(t *testing.T) {
 	var clusterRole rbacv1.ClusterRole
 	harness.Typed(t, render(t, filepath.Join(repoRoot, "deploy")), "ClusterRole", &clusterRole)
 	var role rbacv1.Role
@@ -141,6 +141,12 @@ func TestRBACHasNoWildcardsAndTheRoleMatchesTheClusterRole(t *testing.T) {
 			for _, rule := range r.Rules {
 				if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.Resources, "*") || slices.Contains(rule.APIGroups, "*") {
 					t.Errorf("%s %s/%s has a wildcard rule: %+v", dir, obj.GetKind(), obj.GetName(), rule)
+				}
+				// The operator never reads or copies a Secret: a tenant's
+				// Installation names Secrets only as references that the
+				// kubelet resolves in the pod's own namespace.
+				if slices.Contains(rule.Resources, "secrets") {
+					t.Errorf("%s %s/%s grants access to Secrets: %+v", dir, obj.GetKind(), obj.GetName(), rule)
 				}
 			}
 		}
