@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"lin.dev/lin-operator/test/harness"
@@ -69,6 +72,8 @@ func TestTheSchemaRefusesBadValuesNamingThem(t *testing.T) {
 		{"metrics.port=70000", "/metrics/port"},
 		{"extraArgs={workers}", "/extraArgs/0"},
 		{"replica=3", "additional properties 'replica' not allowed"},
+		{"networkPolicy.apiServer.ports={0}", "/networkPolicy/apiServer/ports/0"},
+		{"networkPolicy.metricsFrom=null", "metricsFrom"},
 	} {
 		cmd := exec.CommandContext(t.Context(), filepath.Join(testEnv.BinDir, "helm"), "template", "x", chartDir, "--set", tc.set)
 		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
@@ -113,6 +118,39 @@ func bindings(t *testing.T, objs []*unstructured.Unstructured) map[string]string
 		out[o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()] = fmt.Sprintf("%s %s to %+v", b.RoleRef.Kind, b.RoleRef.Name, b.Subjects)
 	}
 	return out
+}
+
+// networkPolicy returns the spec of the NetworkPolicy in objs, with its pod
+// selector, which must select the Deployment's pods, blanked: the chart's
+// selector adds the release.
+func networkPolicy(t *testing.T, what string, objs []*unstructured.Unstructured) networkingv1.NetworkPolicySpec {
+	t.Helper()
+	var np networkingv1.NetworkPolicy
+	harness.Typed(t, objs, "NetworkPolicy", &np)
+	var d appsv1.Deployment
+	harness.Typed(t, objs, "Deployment", &d)
+	selector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || selector.Empty() || !selector.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("%s: the NetworkPolicy selects %v (%v); the operator's pods have labels %v", what, np.Spec.PodSelector, err, d.Spec.Template.Labels)
+	}
+	np.Spec.PodSelector = metav1.LabelSelector{}
+	return np.Spec
+}
+
+// TestTheNetworkPolicyFollowsItsValues: networkPolicy.enabled=false renders
+// none, and the API server's addresses, when given, narrow its egress.
+func TestTheNetworkPolicyFollowsItsValues(t *testing.T) {
+	for _, o := range template(t, "lin-operator", "lin-system", "networkPolicy.enabled=false") {
+		if o.GetKind() == "NetworkPolicy" {
+			t.Errorf("networkPolicy.enabled=false rendered NetworkPolicy %s", o.GetName())
+		}
+	}
+	var np networkingv1.NetworkPolicy
+	harness.Typed(t, template(t, "lin-operator", "lin-system", "networkPolicy.apiServer.cidrs={10.0.0.10/32}"), "NetworkPolicy", &np)
+	if len(np.Spec.Egress) != 1 || len(np.Spec.Egress[0].To) != 1 || np.Spec.Egress[0].To[0].IPBlock == nil ||
+		np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.0.0.10/32" {
+		t.Errorf("networkPolicy.apiServer.cidrs={10.0.0.10/32}: egress %+v, want to 10.0.0.10/32 alone", np.Spec.Egress)
+	}
 }
 
 // comparableSpec returns the spec of the Deployment in objs, and its
@@ -175,6 +213,7 @@ func TestTemplateRendersWhatDeployDoes(t *testing.T) {
 			for what, pair := range map[string][2]any{
 				"Roles and ClusterRoles": {roles(t, chart), roles(t, kust)},
 				"bindings":               {bindings(t, chart), bindings(t, kust)},
+				"NetworkPolicies":        {networkPolicy(t, "the chart", chart), networkPolicy(t, tc.dir, kust)},
 			} {
 				if !equality.Semantic.DeepEqual(pair[0], pair[1]) {
 					t.Errorf("the chart's %s differ from %s's:\nchart: %+v\n%s: %+v", what, tc.dir, pair[0], tc.dir, pair[1])
