@@ -80,7 +80,7 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 		c.observe = func(cache.ObjectName, time.Duration, error) {}
 	}
 	for ns, linFactory := range inf.Lin {
-		l, synced, err := c.watch(linFactory, inf.Kube[ns])
+		l, synced, err := c.watch(ns, linFactory, inf.Kube[ns])
 		if err != nil {
 			return nil, fmt.Errorf("watching namespace %q: %w", ns, err)
 		}

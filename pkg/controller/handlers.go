@@ -26,16 +26,19 @@ type listers struct {
 	services     serviceLister
 	statefulSets statefulSetLister
 	budgets      budgetLister
+	// events holds the events about StatefulSets, indexed byInvolvedUID.
+	events cache.Indexer
 }
 
-// watch asks the factories of one namespace for the informers the controller
-// needs, registers its event handlers, and returns their listers.
-func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFactory kubeinformers.SharedInformerFactory) (*listers, []cache.InformerSynced, error) {
+// watch asks the factories of the watched namespace ns for the informers the
+// controller needs, registers its event handlers, and returns their listers.
+func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFactory, kubeFactory kubeinformers.SharedInformerFactory) (*listers, []cache.InformerSynced, error) {
 	insts := linFactory.Lin().V1().Installations()
 	cms := kubeFactory.Core().V1().ConfigMaps()
 	svcs := kubeFactory.Core().V1().Services()
 	stss := kubeFactory.Apps().V1().StatefulSets()
 	pdbs := kubeFactory.Policy().V1().PodDisruptionBudgets()
+	events := kubeFactory.InformerFor(&corev1.Event{}, newEventInformer(ns))
 
 	for _, inf := range []cache.SharedIndexInformer{stss.Informer(), pdbs.Informer()} {
 		if err := inf.AddIndexers(cache.Indexers{byController: controllerUID}); err != nil {
@@ -76,6 +79,7 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		{svcs.Informer(), childHandler},
 		{stss.Informer(), childHandler},
 		{pdbs.Informer(), childHandler},
+		{events, c.eventHandler(stss.Informer().GetIndexer())},
 	} {
 		reg, err := inf.informer.AddEventHandler(inf.handler)
 		if err != nil {
@@ -89,6 +93,7 @@ func (c *Controller) watch(linFactory lininformers.SharedInformerFactory, kubeFa
 		services:      newPackedLister[corev1.Service](svcs.Informer(), corev1.Resource("services")),
 		statefulSets:  newPackedLister[appsv1.StatefulSet](stss.Informer(), appsv1.Resource("statefulsets")),
 		budgets:       newPackedLister[policyv1.PodDisruptionBudget](pdbs.Informer(), policyv1.Resource("poddisruptionbudgets")),
+		events:        events.GetIndexer(),
 	}, synced, nil
 }
 
@@ -140,6 +145,31 @@ func (c *Controller) handleChild(obj any) {
 		return
 	}
 	c.queue.Add(cache.MetaObjectToName(inst))
+}
+
+// eventHandler wakes the Installation whose StatefulSet, found in
+// statefulSets, a pod creation event is about: a refusal makes it Degraded,
+// a success after one clears that.
+func (c *Controller) eventHandler(statefulSets cache.Indexer) cache.ResourceEventHandler {
+	handle := func(obj any) {
+		e, ok := unwrapTombstone(obj).(*corev1.Event)
+		if !ok || (e.Reason != reasonFailedCreate && e.Reason != reasonSuccessfulCreate) {
+			return
+		}
+		sts, exists, err := statefulSets.GetByKey(e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name)
+		if err == nil && exists {
+			c.handleChild(sts)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: handle,
+		UpdateFunc: func(old, obj any) {
+			if !sameResourceVersion(old, obj) {
+				handle(obj)
+			}
+		},
+		DeleteFunc: handle,
+	}
 }
 
 // sameResourceVersion reports whether two objects carry one ResourceVersion.

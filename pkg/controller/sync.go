@@ -45,7 +45,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	out := c.reconcile(ctx, inst, l)
 	now := metav1.Now()
-	status := computeStatus(inst, writtenShards(inst, c.liveShards(inst, l), out.changes), out, c.clusterDomain, now)
+	live := writtenShards(inst, c.liveShards(inst, l), out.changes)
+	status := computeStatus(inst, live, withRefusedPods(out, live, l), c.clusterDomain, now)
 	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
 		// Nothing may happen until the deadline passes; look again then.
 		c.queue.AddAfter(key, left)

@@ -75,5 +75,5 @@ keeps them equal); the reason for each is beside it there.
   verbs: ["list", "update"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["list", "watch", "create", "patch"]
 {{- end }}
