@@ -60,7 +60,12 @@ func planRollout(strategy linv1.RolloutStrategy, desired, live []*appsv1.Statefu
 // settled reports whether a StatefulSet's controller has seen its current
 // spec and every pod it wants runs the current template and is available.
 func settled(sts *appsv1.StatefulSet) bool {
-	want := ptr.Deref(sts.Spec.Replicas, 1)
+	return runsAll(sts, ptr.Deref(sts.Spec.Replicas, 1))
+}
+
+// runsAll reports whether a StatefulSet's controller has seen its current
+// spec and it runs want pods, all of its current template and available.
+func runsAll(sts *appsv1.StatefulSet, want int32) bool {
 	s := sts.Status
 	return s.ObservedGeneration >= sts.Generation && s.Replicas == want && available(sts, want) &&
 		s.UpdatedReplicas == want && (want == 0 || s.UpdateRevision == s.CurrentRevision)

@@ -101,12 +101,7 @@ func FirstStatus(inst *linv1.Installation, desired *resources.Children, stored [
 // renders, its controller has seen that version, and all its pods run it and
 // are available.
 func shardRolledOut(live, desired *appsv1.StatefulSet, want int32) bool {
-	if live == nil || !sameRendering(desired, live) || live.Status.ObservedGeneration < live.Generation {
-		return false
-	}
-	s := live.Status
-	return s.Replicas == want && available(live, want) && s.UpdatedReplicas == want &&
-		(want == 0 || s.UpdateRevision == s.CurrentRevision)
+	return live != nil && sameRendering(desired, live) && runsAll(live, want)
 }
 
 // templateObserved reports whether the StatefulSet's controller has seen the
