@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,20 +41,31 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{entries: map[string]Entry{}, log: f}
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 64<<10), maxValueBytes+4096)
-	for scanner.Scan() {
+	// A crash can leave the last line half written: it was never
+	// acknowledged, and the catch-up brings it back from a peer. It is cut
+	// off, so that the next write starts a line of its own rather than
+	// joining it, and the replay after the next restart reads past it.
+	r := bufio.NewReader(f)
+	var good int64
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
 		var e Entry
-		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-			// A crash can leave the last line half written; it was never
-			// acknowledged, and the catch-up brings it back from a peer.
+		if err := json.Unmarshal(line, &e); err != nil {
 			break
 		}
 		s.keep(e)
+		good += int64(len(line))
 	}
-	if err := scanner.Err(); err != nil {
+	if err := f.Truncate(good); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("cutting the half-written end of %s: %w", path, err)
 	}
 	return s, nil
 }

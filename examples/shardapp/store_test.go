@@ -30,7 +30,6 @@ func TestStoreKeepsTheNewestVersionAcrossARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	for key, want := range map[string]string{"a": "3", "b": "2"} {
 		if e, ok := s.Get(key); !ok || e.Value != want {
 			t.Errorf("%s = %+v, %v after the restart; want %q", key, e, ok, want)
@@ -41,5 +40,18 @@ func TestStoreKeepsTheNewestVersionAcrossARestart(t *testing.T) {
 	}
 	if n := len(s.All()); n != 2 {
 		t.Errorf("%d entries, want 2", n)
+	}
+	// A write after the restart starts a line of its own, which the next
+	// restart reads.
+	if err := s.Put(Entry{"d", "4", 12}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := s.Get("d"); !ok || e.Value != "4" {
+		t.Errorf("d = %+v, %v after a second restart; want the write made after the half-written line", e, ok)
 	}
 }
