@@ -10,6 +10,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,8 +180,10 @@ func (s *Server) lookup(ctx context.Context, peers []string, key string) (Entry,
 			}
 			return Entry{}, errNotFound
 		}
+		// A key may hold any byte a path may: "/", "?" or "%" unescaped
+		// would ask the peer for another key.
 		var e Entry
-		return e, s.send(ctx, http.MethodGet, peer+"/local/"+key, nil, &e)
+		return e, s.send(ctx, http.MethodGet, peer+"/local/"+url.PathEscape(key), nil, &e)
 	})
 	var newest Entry
 	found, answered, errs := false, 0, []error{}
