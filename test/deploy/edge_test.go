@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -190,11 +189,7 @@ func (c *statusCounts) other(what string, allowed ...string) bool {
 func (c *statusCounts) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.counts)) {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, c.counts[k]))
-	}
-	return strings.Join(parts, ", ")
+	return harness.Format(c.counts)
 }
 
 // scrape GETs url with client and returns the status code, or "error".
@@ -317,18 +312,21 @@ type probeResult struct {
 // 1 s, until ctx ends, and then sends what it counted.
 func probeWhile(ctx context.Context, url string) <-chan probeResult {
 	out := make(chan probeResult, 1)
+	// A new connection each time, as the kubelet's prober makes: the
+	// connections are what the load competes for.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
 		var r probeResult
 		run := 0
 		for ctx.Err() == nil {
 			start := time.Now()
 			probeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-			code, _, err := get(probeCtx, url)
+			status := scrape(probeCtx, client, url)
 			cancel()
 			r.total++
 			r.slowest = max(r.slowest, time.Since(start))
 			run++
-			if err == nil && code == http.StatusOK {
+			if status == "200" {
 				run = 0
 			} else {
 				r.failed++
