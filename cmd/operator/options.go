@@ -36,6 +36,8 @@ type options struct {
 	retryPeriod             time.Duration
 
 	metricsAddress string
+	metricsSecure  bool
+	metricsCertDir string
 	healthAddress  string
 }
 
@@ -76,8 +78,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Label selector of the Installations this operator reconciles; empty: all. "+
 			"Operators with disjoint selectors (and their own --leader-election-id) split a cluster between them.")
 	o.bindLeaderElection(fs)
-	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8080",
+	fs.StringVar(&o.metricsAddress, "metrics-bind-address", ":8443",
 		`Address of the Prometheus /metrics endpoint; "0" turns it off.`)
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS, only to callers with a bearer token that a TokenReview accepts and whom RBAC allows get on the "+
+			"non-resource URL /metrics (the ClusterRole lin-operator-metrics-reader). False: plain HTTP, open to anyone who reaches the port.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory with the tls.crt and tls.key of /metrics (a kubernetes.io/tls Secret, e.g. from cert-manager), reloaded when they change. "+
+			"Empty: a self-signed certificate made at start.")
 	fs.StringVar(&o.healthAddress, "health-probe-bind-address", ":8081",
 		`Address of the /healthz and /readyz endpoints; "0" turns them off.`)
 }
@@ -128,6 +136,9 @@ func (o *options) validate() error {
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, validateAddress("--metrics-bind-address", o.metricsAddress),
 		validateAddress("--health-probe-bind-address", o.healthAddress))
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, errors.New("--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false"))
+	}
 	if o.metricsAddress != disabled && o.metricsAddress == o.healthAddress {
 		errs = append(errs, fmt.Errorf("--metrics-bind-address and --health-probe-bind-address must differ, both are %q", o.metricsAddress))
 	}

@@ -45,6 +45,8 @@ func TestValidateNamesTheWrongFlag(t *testing.T) {
 			want: `--metrics-bind-address "localhost": want host:port`},
 		{name: "port out of range", args: []string{"--health-probe-bind-address=:70000"},
 			want: `--health-probe-bind-address ":70000": the port must be a number from 0 to 65535`},
+		{name: "a certificate for plain HTTP", args: []string{"--metrics-secure=false", "--metrics-cert-dir=/certs"},
+			want: "--metrics-cert-dir is for HTTPS: it cannot go with --metrics-secure=false"},
 		{name: "same address twice", args: []string{"--metrics-bind-address=:9000", "--health-probe-bind-address=:9000"},
 			want: "--metrics-bind-address and --health-probe-bind-address must differ"},
 		{name: "cluster domain of 63 characters", args: []string{"--cluster-domain=" + strings.Repeat("d", 63)}},
@@ -78,6 +80,10 @@ func TestOperatorConfig(t *testing.T) {
 	}
 	if parse(t).operatorConfig().LeaderElection != nil {
 		t.Error("leader election is on without --leader-elect")
+	}
+	if def := parse(t).operatorConfig(); def.MetricsAddress != ":8443" || !def.MetricsSecure || def.MetricsCertDir != "" {
+		t.Errorf("metrics = %q, secure %t, certificates from %q; want :8443 over HTTPS with a self-signed certificate",
+			def.MetricsAddress, def.MetricsSecure, def.MetricsCertDir)
 	}
 	if cfg.Compression || !parse(t, "--kube-api-compression").operatorConfig().Compression {
 		t.Error("compression is on by default, or off with --kube-api-compression")

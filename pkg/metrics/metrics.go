@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"net/http"
+	"path"
 	"sync"
 	"time"
 
@@ -48,7 +49,15 @@ var (
 		// writes costs a few round trips.
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"result"})
+	accessReviews = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: Prefix + "access_reviews_total",
+		Help: "Reviews the operator asked of the API server for scrapes of /metrics, by resource: " +
+			"tokenreviews and subjectaccessreviews when a scrape's answer was not cached, selfsubjectaccessreviews at start.",
+	}, []string{"resource"})
 )
+
+// The reviews that AccessReviews counts, the values of its resource label.
+var reviewResources = []string{"tokenreviews", "subjectaccessreviews", "selfsubjectaccessreviews"}
 
 // Register installs the metrics of client-go (workqueues, requests, leader
 // election) and of the reconciles in the process registry. Only the first
@@ -59,13 +68,16 @@ func Register() {
 		registry.MustRegister(
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-			reconcileTotal, reconcileDuration,
+			reconcileTotal, reconcileDuration, accessReviews,
 		)
 		// Both results are exported from the start, so that a rate of
 		// errors is zero rather than absent.
 		for _, result := range []string{ResultSuccess, ResultError} {
 			reconcileTotal.WithLabelValues(result)
 			reconcileDuration.WithLabelValues(result)
+		}
+		for _, r := range reviewResources {
+			accessReviews.WithLabelValues(r)
 		}
 		workqueue.SetProvider(newWorkqueueProvider(registry))
 		registerClientMetrics(registry)
@@ -82,6 +94,24 @@ func ObserveReconcile(d time.Duration, err error) {
 	reconcileTotal.WithLabelValues(result).Inc()
 	reconcileDuration.WithLabelValues(result).Observe(d.Seconds())
 }
+
+// CountAccessReviews wraps the transport of the client that asks for the
+// reviews of scrapes, counting each request by the resource it creates. It
+// shows how often the caches of reviews spare the API server a request, and
+// tells the reviews apart from the operator's writes, which a follower must
+// not send.
+func CountAccessReviews(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		accessReviews.WithLabelValues(path.Base(req.URL.Path)).Inc()
+		return rt.RoundTrip(req)
+	})
+}
+
+// roundTripperFunc is a function that is an http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // MaxScrapesInFlight bounds the scrapes that Handler serves at once; it
 // answers more with 503. Each scrape gathers every Installation's series

@@ -56,6 +56,13 @@ type Config struct {
 	LeaderElection *LeaderElection
 	// MetricsAddress is where /metrics is served; empty: nowhere.
 	MetricsAddress string
+	// MetricsSecure serves /metrics over HTTPS, and only to callers whose
+	// bearer token a TokenReview accepts and whom a SubjectAccessReview
+	// allows get on /metrics; else over plain HTTP to anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds the tls.crt and tls.key of /metrics over HTTPS;
+	// empty: a self-signed certificate made at start.
+	MetricsCertDir string
 	// HealthAddress is where /healthz and /readyz are served; empty: nowhere.
 	HealthAddress string
 	// Compression lets the API server gzip its answers. Off by default: the
@@ -82,6 +89,9 @@ type Operator struct {
 	// leaseClient renews the Lease; it has a rate limiter of its own, so
 	// that a busy controller cannot delay a renewal.
 	leaseClient kubernetes.Interface
+	// reviewClient asks for the TokenReviews and SubjectAccessReviews of
+	// scrapes, with a rate limiter of its own for the same reason.
+	reviewClient kubernetes.Interface
 	// watchdog fails /healthz when the leader has not renewed its Lease in time.
 	watchdog *leaderelection.HealthzAdaptor
 	// electing is true while the leader election runs.
@@ -144,9 +154,17 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("making the Lease client: %w", err)
 	}
+	reviewConfig := ProtobufConfig(restConfig)
+	reviewConfig.Wrap(metrics.CountAccessReviews)
+	reviewClient, err := kubernetes.NewForConfig(reviewConfig)
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("making the review client: %w", err)
+	}
 	return &Operator{
 		Controller: ctrl, config: cfg, informers: inf, broadcaster: broadcaster, recorder: recorder,
-		leaseClient: leaseClient, watchdog: leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout),
+		leaseClient: leaseClient, reviewClient: reviewClient,
+		watchdog:      leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout),
 		installations: cachedInstallations(inf),
 	}, nil
 }

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -45,27 +46,53 @@ type endpoint struct {
 	addr string
 	// handler serves its paths.
 	handler http.Handler
+	// certs, if set, serve it over HTTPS.
+	certs certSource
 }
 
 // endpoints are the metrics and health servers that the config asks for.
 func (o *Operator) endpoints() ([]endpoint, error) {
 	var eps []endpoint
 	if o.config.MetricsAddress != "" {
-		h, err := metrics.Handler(metrics.NewInstallationCollector(o.installations))
+		ep, err := o.metricsEndpoint()
 		if err != nil {
 			return nil, err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", h)
-		eps = append(eps, endpoint{"metrics", o.config.MetricsAddress, mux})
+		eps = append(eps, ep)
 	}
 	if o.config.HealthAddress != "" {
+		// Plain HTTP, with no authentication: the kubelet probes it so.
 		mux := http.NewServeMux()
 		mux.Handle("/healthz", probe(o.watchdog.Check))
 		mux.Handle("/readyz", probe(o.ready))
-		eps = append(eps, endpoint{"health", o.config.HealthAddress, mux})
+		eps = append(eps, endpoint{name: "health", addr: o.config.HealthAddress, handler: mux})
 	}
 	return eps, nil
+}
+
+// metricsEndpoint serves /metrics: over HTTPS, to callers that may get it,
+// unless the config asks for plain HTTP.
+func (o *Operator) metricsEndpoint() (endpoint, error) {
+	h, err := metrics.Handler(metrics.NewInstallationCollector(o.installations))
+	if err != nil {
+		return endpoint{}, err
+	}
+	ep := endpoint{name: "metrics", addr: o.config.MetricsAddress}
+	if o.config.MetricsSecure {
+		ctx, cancel := context.WithTimeout(context.Background(), reviewTimeout)
+		checkReviewAccess(ctx, o.reviewClient)
+		cancel()
+		if h, err = authorized(h, o.reviewClient); err != nil {
+			return endpoint{}, err
+		}
+		if ep.certs, err = newCertSource(o.config.MetricsCertDir); err != nil {
+			return endpoint{}, err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	ep.handler = mux
+	return ep, nil
 }
 
 // serve starts the endpoints and returns a function that stops them. It
@@ -75,8 +102,11 @@ func (o *Operator) serve() (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The certificates are kept current while the endpoints serve.
+	ctx, stopCerts := context.WithCancel(context.Background())
 	var servers []*http.Server
 	stop = func() {
+		stopCerts()
 		for _, s := range servers {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = s.Shutdown(ctx)
@@ -84,6 +114,9 @@ func (o *Operator) serve() (stop func(), err error) {
 		}
 	}
 	for _, ep := range eps {
+		if ep.certs != nil {
+			go ep.certs.Run(ctx)
+		}
 		s, err := listen(ep)
 		if err != nil {
 			stop()
@@ -100,6 +133,10 @@ func listen(ep endpoint) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving %s: %w", ep.name, err)
 	}
+	scheme := "http"
+	if ep.certs != nil {
+		l, scheme = tls.NewListener(l, serverTLS(ep.certs)), "https"
+	}
 	s := &http.Server{
 		Handler:           ep.handler,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -113,7 +150,7 @@ func listen(ep endpoint) (*http.Server, error) {
 			klog.ErrorS(err, "Server stopped", "server", ep.name, "address", ep.addr)
 		}
 	}()
-	klog.InfoS("Serving", "server", ep.name, "address", l.Addr().String())
+	klog.InfoS("Serving", "server", ep.name, "address", l.Addr().String(), "scheme", scheme)
 	return s, nil
 }
 

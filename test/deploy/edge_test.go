@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/transport"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/metrics"
@@ -57,12 +59,15 @@ func TestEndpointsUnderGarbageKeepTheOperatorReconciling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), garbageFor)
 	defer cancel()
 	seen := &statusCounts{counts: map[string]int{}}
-	// The scrapers keep their connections, as Prometheus does.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: scrapers}}
+	// The scrapers keep their connections, as Prometheus does, and send the
+	// token that lets them in, which the operator's caches of reviews
+	// answer after the first scrape.
+	client := &http.Client{Transport: transport.NewBearerAuthRoundTripper(scraperToken, &http.Transport{
+		MaxIdleConnsPerHost: scrapers, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}})}
 	var wg sync.WaitGroup
 	slowClosed := make(chan time.Duration, 2*slowClients)
 	for _, base := range []string{op.metricsURL, op.healthURL} {
-		addr := strings.TrimPrefix(base, "http://")
+		dial := dialer(base)
 		path := "/metrics"
 		if base == op.healthURL {
 			path = "/healthz"
@@ -84,11 +89,11 @@ func TestEndpointsUnderGarbageKeepTheOperatorReconciling(t *testing.T) {
 			}
 		}
 		for range slowClients {
-			wg.Go(func() { slowClosed <- trickle(ctx, addr, path) })
+			wg.Go(func() { slowClosed <- trickle(ctx, dial, path) })
 		}
 		run(scrapers, "GET "+path, func() string { return scrape(ctx, client, base+path) })
-		run(bigHeaderClients, "1 MiB header", func() string { return rawStatus(ctx, addr, bigHeaderRequest(path)) })
-		run(junkClients, "not HTTP", func() string { return rawStatus(ctx, addr, "\x16\x03\x01\x00\xff junk\x00\r\n\r\n") })
+		run(bigHeaderClients, "1 MiB header", func() string { return rawStatus(ctx, dial, bigHeaderRequest(path)) })
+		run(junkClients, "not HTTP", func() string { return rawStatus(ctx, dial, "\x16\x03\x01\x00\xff junk\x00\r\n\r\n") })
 	}
 
 	// Meanwhile the operator reconciles edits and answers its liveness
@@ -223,10 +228,21 @@ func bigHeaderRequest(path string) string {
 	return "GET " + path + " HTTP/1.1\r\nHost: edge\r\nX-Big: " + strings.Repeat("a", bigHeaderBytes) + "\r\n\r\n"
 }
 
-// rawStatus sends request on a new connection to addr and returns the
+// dialer returns a function that opens a connection to the endpoint at
+// base: TLS, without verifying the certificate, for https.
+func dialer(base string) func(context.Context) (net.Conn, error) {
+	if addr, ok := strings.CutPrefix(base, "https://"); ok {
+		d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}}
+		return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	addr := strings.TrimPrefix(base, "http://")
+	return func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "tcp", addr) }
+}
+
+// rawStatus sends request on a new connection by dial and returns the
 // status code of the answer's first line, or "error".
-func rawStatus(ctx context.Context, addr, request string) string {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+func rawStatus(ctx context.Context, dial func(context.Context) (net.Conn, error), request string) string {
+	conn, err := dial(ctx)
 	if err != nil {
 		return "error"
 	}
@@ -245,12 +261,12 @@ func rawStatus(ctx context.Context, addr, request string) string {
 	return "error"
 }
 
-// trickle opens a connection to addr and sends a request for path a byte
+// trickle opens a connection by dial and sends a request for path a byte
 // a second, never finishing its headers, until the server closes the
 // connection or ctx ends. It returns how long the server kept it open, or
 // a negative duration when ctx ended first.
-func trickle(ctx context.Context, addr, path string) time.Duration {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+func trickle(ctx context.Context, dial func(context.Context) (net.Conn, error), path string) time.Duration {
+	conn, err := dial(ctx)
 	if err != nil {
 		return -1
 	}

@@ -72,7 +72,7 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 	})
 	checkMonitoringServed(t, scraped)
 
-	resp, err := http.Get(op.metricsURL + "/metrics")
+	resp, err := scraper.Get(op.metricsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 		t.Errorf("/metrics Content-Type = %q, want the Prometheus text format", ct)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		code, body, err := get(t.Context(), op.healthURL+path)
+		code, body, err := get(t.Context(), http.DefaultClient, op.healthURL+path)
 		if err != nil || code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 			t.Errorf("GET %s: %d %q %v, want 200 ok", path, code, body, err)
 		}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,7 +170,12 @@ func TestNamespacedOperatorReconcilesItsNamespaceAndNothingElse(t *testing.T) {
 	createInstallation(t, elsewhere, "elsewhere", nil)
 
 	op := startOperator(t, "namespaced", harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, ns, operatorName), harness.DeploymentArgs(t, objs)...)
-	op.waitLeading(t, operatorName, timeout)
+	// Its metrics, which would tell, refuse every scraper (below): the
+	// Lease tells instead.
+	harness.Eventually(t, timeout, "operator namespaced to lead", func(ctx context.Context) (bool, error) {
+		lease, err := testEnv.Client.CoordinationV1().Leases(ns).Get(ctx, operatorName, metav1.GetOptions{})
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", err
+	})
 	coreScenario(t, ns)
 
 	inst, err := linClient.LinV1().Installations(elsewhere).Get(t.Context(), "elsewhere", metav1.GetOptions{})
@@ -182,8 +188,14 @@ func TestNamespacedOperatorReconcilesItsNamespaceAndNothingElse(t *testing.T) {
 	if n, err := managedChildren(t.Context(), elsewhere); err != nil || n != 0 {
 		t.Errorf("%d children in %s (%v), want none", n, elsewhere, err)
 	}
-	if _, err := testEnv.Client.CoordinationV1().Leases(ns).Get(t.Context(), operatorName, metav1.GetOptions{}); err != nil {
-		t.Errorf("the Lease is not in the operator's namespace: %v", err)
-	}
 	assertNothingForbidden(t, op)
+	// Reviewing scrapes takes a cluster-scoped grant that deploy/namespaced
+	// leaves to a cluster admin: the log says so from the start, and a
+	// scrape, even with a token that may get /metrics, is refused.
+	if log := op.Log(t); !strings.Contains(log, "The operator may not review scrapes") || !strings.Contains(log, "system:auth-delegator") {
+		t.Error("the operator's log does not say that it may not review scrapes, nor what grants it")
+	}
+	if code, _, err := get(t.Context(), scraper, op.metricsURL+"/metrics"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("a scrape of the namespaced operator without the grant: %d %v, want 401", code, err)
+	}
 }

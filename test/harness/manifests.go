@@ -82,10 +82,9 @@ func DeploymentArgs(t testing.TB, objs []*unstructured.Unstructured) []string {
 	return args
 }
 
-// ServiceAccountKubeconfig writes a kubeconfig for the API server of cfg
-// that authenticates as the ServiceAccount namespace/name with a token from
-// the TokenRequest API, as a pod of a Deployment would.
-func ServiceAccountKubeconfig(t testing.TB, client kubernetes.Interface, cfg *rest.Config, namespace, name string) string {
+// ServiceAccountToken returns a token of the ServiceAccount namespace/name
+// from the TokenRequest API, valid for an hour, as a pod's projected token.
+func ServiceAccountToken(t testing.TB, client kubernetes.Interface, namespace, name string) string {
 	t.Helper()
 	tr, err := client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}},
@@ -93,9 +92,18 @@ func ServiceAccountKubeconfig(t testing.TB, client kubernetes.Interface, cfg *re
 	if err != nil {
 		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", namespace, name, err)
 	}
+	return tr.Status.Token
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig for the API server of cfg
+// that authenticates as the ServiceAccount namespace/name with a token from
+// the TokenRequest API, as a pod of a Deployment would.
+func ServiceAccountKubeconfig(t testing.TB, client kubernetes.Interface, cfg *rest.Config, namespace, name string) string {
+	t.Helper()
+	token := ServiceAccountToken(t, client, namespace, name)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "env", AuthInfo: name, Namespace: namespace}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "kubeconfig")

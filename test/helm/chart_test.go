@@ -55,6 +55,8 @@ func TestTheChartLints(t *testing.T) {
 		nil,
 		{"watchNamespaces={team-a,team-b}", "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
 			"metrics.grafanaDashboard.enabled=true", "extraArgs={--workers=8}"},
+		{"metrics.certSecret=metrics-cert", "metrics.serviceMonitor.enabled=true"},
+		{"metrics.secure=false", "metrics.serviceMonitor.enabled=true"},
 	} {
 		args := []string{"lint", "--strict", chartDir}
 		for _, s := range set {
@@ -70,6 +72,8 @@ func TestTheSchemaRefusesBadValuesNamingThem(t *testing.T) {
 		{"watchNamespaces={Team_A}", "/watchNamespaces/0"},
 		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		{"metrics.port=70000", "/metrics/port"},
+		{"metrics.certSecret=Bad_Name", "/metrics/certSecret"},
+		{"metrics.secure=yes", "/metrics/secure"},
 		{"extraArgs={workers}", "/extraArgs/0"},
 		{"replica=3", "additional properties 'replica' not allowed"},
 		{"networkPolicy.apiServer.ports={0}", "/networkPolicy/apiServer/ports/0"},
@@ -153,6 +157,56 @@ func TestTheNetworkPolicyFollowsItsValues(t *testing.T) {
 	}
 }
 
+// TestTheMetricsFollowTheirValues: metrics.secure=false serves plain HTTP
+// and grants nothing for reviews; metrics.certSecret mounts the Secret for
+// the operator and has the ServiceMonitor verify it by the Service's name.
+func TestTheMetricsFollowTheirValues(t *testing.T) {
+	for _, tc := range []struct {
+		set []string
+		// args are in the operator's arguments; endpoint is the
+		// ServiceMonitor's endpoint, rendered.
+		args     []string
+		endpoint string
+		grants   bool
+	}{
+		{nil, []string{"--metrics-bind-address=:8443"},
+			`map[bearerTokenFile:/var/run/secrets/kubernetes.io/serviceaccount/token honorLabels:true interval:30s path:/metrics port:metrics scheme:https tlsConfig:map[insecureSkipVerify:true]]`, true},
+		{[]string{"metrics.secure=false"}, []string{"--metrics-secure=false"},
+			`map[honorLabels:true interval:30s path:/metrics port:metrics]`, false},
+		{[]string{"metrics.certSecret=metrics-cert"}, []string{"--metrics-cert-dir=/var/run/lin-operator/metrics-certs"},
+			`map[bearerTokenFile:/var/run/secrets/kubernetes.io/serviceaccount/token honorLabels:true interval:30s path:/metrics port:metrics scheme:https tlsConfig:map[ca:map[secret:map[key:ca.crt name:metrics-cert]] serverName:lin-operator-metrics.lin-system.svc]]`, true},
+	} {
+		objs := template(t, "lin-operator", "lin-system", append(tc.set, "metrics.serviceMonitor.enabled=true")...)
+		args := harness.DeploymentArgs(t, objs)
+		for _, a := range tc.args {
+			if !slices.Contains(args, a) {
+				t.Errorf("--set %v: the operator runs with %q, without %s", tc.set, args, a)
+			}
+		}
+		var endpoint string
+		for _, o := range objs {
+			if o.GetKind() == "ServiceMonitor" {
+				eps, _, _ := unstructured.NestedSlice(o.Object, "spec", "endpoints")
+				endpoint = fmt.Sprint(eps[0])
+			}
+		}
+		if endpoint != tc.endpoint {
+			t.Errorf("--set %v: the ServiceMonitor's endpoint is\n%s\nwant\n%s", tc.set, endpoint, tc.endpoint)
+		}
+		_, grants := bindings(t, objs)["ClusterRoleBinding /lin-operator-metrics-auth"]
+		if grants != tc.grants {
+			t.Errorf("--set %v: the binding to system:auth-delegator is there: %t, want %t", tc.set, grants, tc.grants)
+		}
+		var d appsv1.Deployment
+		harness.Typed(t, objs, "Deployment", &d)
+		volumes := d.Spec.Template.Spec.Volumes
+		mounted := len(volumes) == 1 && volumes[0].Secret != nil && volumes[0].Secret.SecretName == "metrics-cert"
+		if wantMount := slices.Contains(tc.set, "metrics.certSecret=metrics-cert"); mounted != wantMount {
+			t.Errorf("--set %v: volumes %+v, want the Secret metrics-cert mounted: %t", tc.set, volumes, wantMount)
+		}
+	}
+}
+
 // comparableSpec returns the spec of the Deployment in objs, and its
 // container's arguments expanded, with what the chart may render
 // differently blanked: the arguments, the selectors and the pod labels,
@@ -210,9 +264,19 @@ func TestTemplateRendersWhatDeployDoes(t *testing.T) {
 			if !slices.Equal(chartArgs, kustArgs) {
 				t.Errorf("the chart runs the operator with %q, %s with %q", chartArgs, tc.dir, kustArgs)
 			}
+			chartRoles, chartBindings := roles(t, chart), bindings(t, chart)
+			if tc.set != nil {
+				// deploy/namespaced holds nothing cluster-scoped, so that a
+				// namespace admin can apply it, and leaves the grants of
+				// authenticated metrics to a cluster admin, as its README
+				// section says; a Helm install, which installs the CRD, makes
+				// them.
+				delete(chartRoles, "ClusterRole /lin-operator-metrics-reader")
+				delete(chartBindings, "ClusterRoleBinding /lin-operator-metrics-auth")
+			}
 			for what, pair := range map[string][2]any{
-				"Roles and ClusterRoles": {roles(t, chart), roles(t, kust)},
-				"bindings":               {bindings(t, chart), bindings(t, kust)},
+				"Roles and ClusterRoles": {chartRoles, roles(t, kust)},
+				"bindings":               {chartBindings, bindings(t, kust)},
 				"NetworkPolicies":        {networkPolicy(t, "the chart", chart), networkPolicy(t, tc.dir, kust)},
 			} {
 				if !equality.Semantic.DeepEqual(pair[0], pair[1]) {

@@ -2,7 +2,10 @@ package node_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -225,17 +229,60 @@ func editAndWait(t *testing.T, lin versioned.Interface, ns, name, value string) 
 	return observed, time.Now()
 }
 
-// scrapeMetrics reads the leader's metrics from its pod IP, as Prometheus
-// does, and checks that it counted reconciles.
+// scrapeMetrics reads the leader's metrics from its pod IP over HTTPS, as
+// Prometheus does, with the token of a ServiceAccount bound to the
+// ClusterRole lin-operator-metrics-reader that the install ships, and checks
+// that it counted reconciles, and that a scrape without a token is refused.
 func scrapeMetrics(t *testing.T, namespace, leader string) {
 	t.Helper()
-	pod, err := cluster.Client.CoreV1().Pods(namespace).Get(t.Context(), leader, metav1.GetOptions{})
+	ctx := t.Context()
+	pod, err := cluster.Client.CoreV1().Pods(namespace).Get(ctx, leader, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := httpDo(t, http.MethodGet, "http://"+pod.Status.PodIP+":8080/metrics", "")
-	if !strings.Contains(body, metrics.Prefix+"reconcile_total") {
-		t.Errorf("the leader's metrics at %s have no %sreconcile_total:\n%s", pod.Status.PodIP, metrics.Prefix, body)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: namespace}}
+	if _, err := cluster.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-prometheus"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: operatorName + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
+	}
+	if _, err := cluster.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cluster.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	token := harness.ServiceAccountToken(t, cluster.Client, namespace, sa.Name)
+	url := "https://" + net.JoinHostPort(pod.Status.PodIP, "8443") + "/metrics"
+	// The certificate is self-signed, as the ServiceMonitor expects.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	scrape := func(token string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	if code, body := scrape(""); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without a token: %d, want 401:\n%.300s", url, code, body)
+	}
+	code, body := scrape(token)
+	if code != http.StatusOK || !strings.Contains(body, metrics.Prefix+"reconcile_total") {
+		t.Errorf("the leader's metrics at %s: %d, want 200 with %sreconcile_total:\n%.300s", url, code, metrics.Prefix, body)
 	}
 }
 
