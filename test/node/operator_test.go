@@ -284,6 +284,7 @@ func scrapeMetrics(t *testing.T, namespace, leader string) {
 	if code != http.StatusOK || !strings.Contains(body, metrics.Prefix+"reconcile_total") {
 		t.Errorf("the leader's metrics at %s: %d, want 200 with %sreconcile_total:\n%.300s", url, code, metrics.Prefix, body)
 	}
+	t.Logf("scraped %s: %d with the token of a ServiceAccount bound to %s-metrics-reader, 401 without", url, code, operatorName)
 }
 
 // testAppInstallation is an Installation of testapp: one shard of two real
