@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -226,10 +227,15 @@ func TestConfigEditChangesTheHashAndReplicasEditDoesNot(t *testing.T) {
 	if !equality.Semantic.DeepEqual(first.Spec.Template, scaled.Spec.Template) {
 		t.Error("replicas edit changed the pod template")
 	}
-	topo, err := testEnv.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "demo-topology", metav1.GetOptions{})
-	if err != nil || strings.Count(topo.Data[resources.HostsFile], "\n") != 3 {
-		t.Errorf("topology after scaling: %v, %v", topo.Data, err)
-	}
+	// The sync that scales the StatefulSet writes the topology too, in an
+	// order that is not promised: seeing the one does not mean the other.
+	harness.Eventually(t, timeout, "the topology to name 3 pods", func(ctx context.Context) (bool, error) {
+		topo, err := testEnv.Client.CoreV1().ConfigMaps(ns).Get(ctx, "demo-topology", metav1.GetOptions{})
+		if err == nil && strings.Count(topo.Data[resources.HostsFile], "\n") != 3 {
+			err = fmt.Errorf("hosts: %q", topo.Data[resources.HostsFile])
+		}
+		return err == nil, err
+	})
 
 	edit(t, ns, "demo", func(i *linv1.Installation) { i.Spec.Config["app.conf"] = "level=debug\n" })
 	rolled := statefulSet(t, ns, "demo-0", "to get a new config hash", func(s *appsv1.StatefulSet) bool { return hash(s) != hash(first) })
