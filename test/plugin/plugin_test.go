@@ -1,0 +1,261 @@
+// Package plugin tests kubectl-lin as users run it: built from
+// cmd/kubectl-lin into a folder on PATH, found there by the real kubectl, and
+// run as `kubectl lin ...` against a whole control plane (kwok runs the pods)
+// with the operator reconciling.
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/client/clientset/versioned"
+	"lin.dev/lin-operator/pkg/plugin"
+	"lin.dev/lin-operator/test/env"
+	"lin.dev/lin-operator/test/harness"
+)
+
+var (
+	// testEnv is the control plane shared by the package's tests.
+	testEnv *env.Env
+	// linClient talks to it as an admin.
+	linClient versioned.Interface
+)
+
+// timeout bounds each wait on the cluster.
+const timeout = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+// run builds kubectl-lin into a folder that it puts first on PATH, as a
+// user installs a plugin, and runs the tests against a whole control plane.
+func run(m *testing.M) int {
+	root, err := env.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bin, err := os.MkdirTemp("", "kubectl-lin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(bin)
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kubectl-lin"), "./cmd/kubectl-lin")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building kubectl-lin: %v\n%s", err, out)
+		return 1
+	}
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return env.RunMain(m, env.Options{Mode: env.Cluster}, func(e *env.Env) {
+		testEnv = e
+		linClient = versioned.NewForConfigOrDie(e.Config)
+	})
+}
+
+// kubectl runs the real kubectl with args, then the cluster's kubeconfig
+// unless args name another, and returns its output and error. kubectl finds
+// the plugin on PATH; it takes no flag before a plugin's name.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	if !slices.Contains(args, "--kubeconfig") {
+		args = append(args, "--kubeconfig", testEnv.KubeconfigPath)
+	}
+	cmd := exec.CommandContext(t.Context(), filepath.Join(testEnv.BinDir, "kubectl"), args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// mustKubectl is kubectl that fails the test on an error.
+func mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// readyInstallation creates a 3-shard Installation of one replica in a new
+// namespace, with the operator running, and waits until it is Ready.
+func readyInstallation(t *testing.T) (ns string, inst *linv1.Installation) {
+	t.Helper()
+	ns = harness.Namespace(t, testEnv.Client)
+	harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}})
+	inst = harness.NewInstallation(ns, "demo")
+	inst.Spec.Shards = ptr.To[int32](3)
+	if _, err := linClient.LinV1().Installations(ns).Create(t.Context(), inst, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitPhase(t, linClient, ns, inst.Name, linv1.PhaseReady, timeout)
+	return ns, inst
+}
+
+func TestKubectlFindsThePluginAndStatusShowsTheInstallationWhole(t *testing.T) {
+	ns, _ := readyInstallation(t)
+	out := mustKubectl(t, "plugin", "list")
+	if !strings.Contains(out, "kubectl-lin") {
+		t.Errorf("kubectl plugin list does not find kubectl-lin:\n%s", out)
+	}
+
+	status := mustKubectl(t, "lin", "status", "demo", "-n", ns)
+	t.Logf("kubectl lin status demo:\n%s", status)
+	for _, want := range []string{"Installation:  " + ns + "/demo", "Phase:         Ready", "Ready:         3 of 3 pods",
+		"Shard 0: StatefulSet demo-0", "Shard 2: StatefulSet demo-2", "demo-1-0  true", "budget demo-1 allows 1 disruptions",
+		"demo-headless", "installation/demo", "Rollout:       none"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("kubectl lin status lacks %q", want)
+		}
+	}
+	if strings.Contains(status, "\x1b[") {
+		t.Error("kubectl lin status coloured its output, which is not a terminal")
+	}
+
+	var snap plugin.Snapshot
+	if err := json.Unmarshal([]byte(mustKubectl(t, "lin", "status", "demo", "-n", ns, "-o", "json")), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.Installation.Name != "demo" || len(snap.StatefulSets) != 3 || len(snap.Pods) != 3 || len(snap.Budgets) != 3 ||
+		len(snap.Services) != 2 || len(snap.Events) == 0 {
+		t.Errorf("kubectl lin status -o json: %d StatefulSets, %d pods, %d budgets, %d Services, %d events; want 3, 3, 3, 2 and some",
+			len(snap.StatefulSets), len(snap.Pods), len(snap.Budgets), len(snap.Services), len(snap.Events))
+	}
+	if out := mustKubectl(t, "lin", "status", "demo", "-n", ns, "-o", "yaml"); !strings.Contains(out, "\ninstallation:\n") || !strings.Contains(out, "\nstatefulSets:\n") {
+		t.Errorf("kubectl lin status -o yaml is not the snapshot in YAML:\n%.300s", out)
+	}
+
+	list := mustKubectl(t, "lin", "list", "-A")
+	t.Logf("kubectl lin list -A:\n%s", list)
+	if !slices.ContainsFunc(strings.Split(list, "\n"), func(line string) bool {
+		return strings.HasPrefix(strings.Join(strings.Fields(line), " "), ns+" demo Ready 3/3 3x1 ")
+	}) {
+		t.Errorf("kubectl lin list -A has no line for %s/demo, Ready 3/3 of 3x1", ns)
+	}
+	if out := mustKubectl(t, "lin", "version"); !strings.Contains(out, "kubectl-lin:") || !strings.Contains(out, "cluster: v1.") {
+		t.Errorf("kubectl lin version:\n%s", out)
+	}
+}
+
+func TestPauseResumeStopAndStartChangeTheSpecAsKubectlLin(t *testing.T) {
+	ns, _ := readyInstallation(t)
+	for _, step := range []struct {
+		cmd   string
+		check func(linv1.InstallationSpec) bool
+		phase linv1.Phase
+	}{
+		{"pause", func(s linv1.InstallationSpec) bool { return s.Paused }, linv1.PhasePaused},
+		{"resume", func(s linv1.InstallationSpec) bool { return !s.Paused }, linv1.PhaseReady},
+		{"stop", func(s linv1.InstallationSpec) bool { return s.Stop }, linv1.PhaseStopped},
+		{"start", func(s linv1.InstallationSpec) bool { return !s.Stop }, linv1.PhaseReady},
+	} {
+		out := mustKubectl(t, "lin", step.cmd, "demo", "-n", ns)
+		t.Logf("kubectl lin %s demo: %s", step.cmd, strings.TrimSpace(out))
+		inst, err := linClient.LinV1().Installations(ns).Get(t.Context(), "demo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !step.check(inst.Spec) {
+			t.Errorf("after kubectl lin %s, spec.paused %t and spec.stop %t", step.cmd, inst.Spec.Paused, inst.Spec.Stop)
+		}
+		managers := map[string]bool{}
+		for _, mf := range inst.ManagedFields {
+			managers[mf.Manager] = true
+		}
+		if !managers[plugin.FieldManager] {
+			t.Errorf("after kubectl lin %s, the managers are %v, want %s among them", step.cmd, managers, plugin.FieldManager)
+		}
+		harness.WaitPhase(t, linClient, ns, "demo", step.phase, timeout)
+	}
+}
+
+func TestBadInputGetsOneLineAndANonZeroExit(t *testing.T) {
+	ns, _ := readyInstallation(t)
+	reader := readOnlyKubeconfig(t, ns)
+	// A server that takes the connection and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a missing Installation", []string{"lin", "status", "nope", "-n", ns}, `Installation "nope" in namespace "` + ns + `" not found`},
+		{"a wrong namespace", []string{"lin", "pause", "demo", "-n", "no-such-namespace"}, `Installation "demo" in namespace "no-such-namespace" not found`},
+		{"no permission", []string{"lin", "stop", "demo", "--kubeconfig", reader}, `no permission to patch Installation "demo" in namespace "` + ns + `"`},
+		{"a bad output", []string{"lin", "status", "demo", "-n", ns, "-o", "wide"}, `--output "wide": want json or yaml`},
+		{"a server that never answers", []string{"lin", "status", "demo", "--timeout=2s",
+			"--server", "https://" + silent.Addr().String(), "--insecure-skip-tls-verify"}, "exceeded"},
+	} {
+		start := time.Now()
+		out, err := kubectl(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if err == nil || !strings.Contains(out, c.want) || len(lines) != 1 {
+			t.Errorf("%s: kubectl %s: %v, want a non-zero exit and one line with %q:\n%s", c.name, strings.Join(c.args, " "), err, c.want, out)
+		}
+		t.Logf("%s (%v): %s", c.name, time.Since(start).Round(time.Millisecond), strings.TrimSpace(out))
+	}
+
+	// Status and list need only reads.
+	if out, err := kubectl(t, "lin", "status", "demo", "--kubeconfig", reader); err != nil || !strings.Contains(out, "Phase:         Ready") {
+		t.Errorf("kubectl lin status under a Role that only reads: %v\n%s", err, out)
+	}
+	if out, err := kubectl(t, "lin", "list", "--kubeconfig", reader); err != nil || !strings.Contains(out, "demo") {
+		t.Errorf("kubectl lin list under a Role that only reads: %v\n%s", err, out)
+	}
+}
+
+// readOnlyKubeconfig returns a kubeconfig, in ns, of a ServiceAccount whose
+// Role there only reads what status and list read.
+func readOnlyKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	read := []string{"get", "list"}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "lin-reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"lin.dev"}, Resources: []string{"installations"}, Verbs: read},
+			{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "services", "events"}, Verbs: read},
+			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
+		},
+	}
+	if _, err := testEnv.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}}
+	if _, err := testEnv.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "lin-reader", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
+	}
+	if _, err := testEnv.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, ns, sa.Name)
+}
