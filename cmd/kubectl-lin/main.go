@@ -53,7 +53,7 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().DurationVar(&o.timeout, "timeout", 30*time.Second, "How long a command may take in all before it gives up.")
-	root.AddCommand(o.statusCommand(), o.listCommand(), o.versionCommand())
+	root.AddCommand(o.statusCommand(), o.listCommand(), o.reportCommand(), o.versionCommand())
 	for _, c := range []struct {
 		use, short string
 		change     plugin.SpecChange
@@ -191,6 +191,47 @@ func (o *options) specCommand(use, short string, change plugin.SpecChange) *cobr
 			return nil
 		},
 	}
+}
+
+// reportCommand is `kubectl lin report NAME`: a support bundle.
+func (o *options) reportCommand() *cobra.Command {
+	var operatorNS, file string
+	cmd := &cobra.Command{
+		Use:   "report NAME",
+		Short: "Write a support bundle (tar.gz): the Installation, its children and events, the operator's pods and logs, the versions; never a Secret",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, ns, err := o.clients()
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if file == "" {
+				file = fmt.Sprintf("lin-report-%s-%s-%s.tar.gz", ns, args[0], now.UTC().Format("20060102T150405Z"))
+			}
+			ctx, cancel := o.context(cmd)
+			defer cancel()
+			f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			r := plugin.Report{Namespace: ns, Name: args[0], OperatorNamespace: operatorNS, PluginVersion: buildVersion(), Now: now}
+			if err := r.Write(ctx, cl, f); err != nil {
+				f.Close()
+				os.Remove(file)
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.streams.Out, "wrote %s\n", file)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&operatorNS, "operator-namespace", "",
+		"The operator's namespace (lin-system for deploy/): its Deployment, pods and recent logs go in the bundle too.")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "Where to write the bundle; it must not exist. Default: lin-report-<namespace>-<name>-<time>.tar.gz here.")
+	return cmd
 }
 
 // versionCommand is `kubectl lin version`: the plugin's and the cluster's.

@@ -29,12 +29,12 @@ type Clients struct {
 
 // Snapshot is one Installation and its children, as read at one moment.
 type Snapshot struct {
-	Installation *linv1.Installation           `json:"installation"`
-	StatefulSets []appsv1.StatefulSet          `json:"statefulSets"`
-	Pods         []corev1.Pod                  `json:"pods"`
+	Installation *linv1.Installation            `json:"installation"`
+	StatefulSets []appsv1.StatefulSet           `json:"statefulSets"`
+	Pods         []corev1.Pod                   `json:"pods"`
 	Claims       []corev1.PersistentVolumeClaim `json:"claims"`
 	Budgets      []policyv1.PodDisruptionBudget `json:"podDisruptionBudgets"`
-	Services     []corev1.Service              `json:"services"`
+	Services     []corev1.Service               `json:"services"`
 	// Events are about the Installation and its children, oldest first.
 	Events []corev1.Event `json:"events"`
 }

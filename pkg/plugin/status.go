@@ -3,9 +3,9 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"

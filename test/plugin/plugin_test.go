@@ -5,9 +5,14 @@
 package plugin
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -258,4 +264,106 @@ func readOnlyKubeconfig(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	return harness.ServiceAccountKubeconfig(t, testEnv.Client, testEnv.Config, ns, sa.Name)
+}
+
+func TestReportBundlesWhatSupportNeedsAndNoSecret(t *testing.T) {
+	ns := harness.Namespace(t, testEnv.Client)
+	harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}})
+	const secretValue = "s3cr3t-value-of-the-test"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, StringData: map[string]string{"password": secretValue}}
+	if _, err := testEnv.Client.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inst := harness.NewInstallation(ns, "demo")
+	inst.Spec.Env = []corev1.EnvVar{{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}
+	inst.Spec.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
+	if _, err := linClient.LinV1().Installations(ns).Create(t.Context(), inst, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitPhase(t, linClient, ns, inst.Name, linv1.PhaseReady, timeout)
+	// An operator Deployment as deploy/ labels it; kwok runs its pod, and
+	// serves no logs, which the bundle must say rather than fail.
+	opNS := harness.Namespace(t, testEnv.Client)
+	labels := map[string]string{"app.kubernetes.io/name": "lin-operator"}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "lin-operator", Namespace: opNS, Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "lin-operator:v9.9.9"}}},
+		}},
+	}
+	if _, err := testEnv.Client.AppsV1().Deployments(opNS).Create(t.Context(), deployment, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitDeploymentAvailable(t, testEnv.Client, opNS, "lin-operator", timeout)
+
+	file := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	out := mustKubectl(t, "lin", "report", "demo", "-n", ns, "--operator-namespace", opNS, "-f", file)
+	t.Logf("kubectl lin report: %s", strings.TrimSpace(out))
+	files := untar(t, file)
+	var names []string
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	t.Logf("the bundle holds: %s", strings.Join(names, " "))
+	dir := "lin-report-" + ns + "-demo/"
+	for _, want := range []string{"installation.yaml", "statefulsets.yaml", "pods.yaml", "persistentvolumeclaims.yaml",
+		"poddisruptionbudgets.yaml", "services.yaml", "events.yaml", "configmaps.yaml", "versions.txt",
+		"operator/deployments.yaml", "operator/pods.yaml"} {
+		if files[dir+want] == "" {
+			t.Errorf("the bundle has no %s", want)
+		}
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, dir+"operator/logs/lin-operator-") }) {
+		t.Error("the bundle has no file for the operator pod's log")
+	}
+	for _, want := range []string{"kubectl-lin:", "cluster: v1.", "lin-operator:v9.9.9"} {
+		if !strings.Contains(files[dir+"versions.txt"], want) {
+			t.Errorf("versions.txt lacks %q:\n%s", want, files[dir+"versions.txt"])
+		}
+	}
+	if !strings.Contains(files[dir+"pods.yaml"], "secretKeyRef") || !strings.Contains(files[dir+"events.yaml"], "reason: Created") {
+		t.Error("pods.yaml does not reference the Secret, or events.yaml lacks the Installation's Created event")
+	}
+	encoded := base64.StdEncoding.EncodeToString([]byte(secretValue))
+	for name, content := range files {
+		if strings.Contains(content, secretValue) || strings.Contains(content, encoded) || strings.Contains(content, "kind: Secret") {
+			t.Errorf("%s holds the Secret", name)
+		}
+	}
+	if _, err := kubectl(t, "lin", "report", "demo", "-n", ns, "-f", file); err == nil {
+		t.Error("kubectl lin report overwrote a file that exists")
+	}
+}
+
+// untar returns the files of the tar.gz at path, by name.
+func untar(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[hdr.Name] = string(data)
+	}
 }
