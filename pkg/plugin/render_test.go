@@ -154,6 +154,14 @@ func TestStatusOfA3ShardInstallationMidRollout(t *testing.T) {
 			t.Error("the plain status holds colour escapes")
 		}
 	}
+	// Colour changes no column: without its escapes, it is the plain text.
+	var plain, colored bytes.Buffer
+	if RenderStatus(&plain, midRollout(), now, false) != nil || RenderStatus(&colored, midRollout(), now, true) != nil {
+		t.Fatal("rendering failed")
+	}
+	if got := escapes.ReplaceAllString(colored.String(), ""); got != plain.String() {
+		t.Errorf("the coloured status, without its escapes, differs from the plain one:\n%s", got)
+	}
 }
 
 func TestStatusOfAnInstallationNotReconciledYet(t *testing.T) {

@@ -23,18 +23,26 @@ import (
 
 // Clients are what the plugin talks to the API server with.
 type Clients struct {
+	// Kube reads the children and events, and the cluster's version.
 	Kube kubernetes.Interface
-	Lin  versioned.Interface
+	// Lin reads and patches Installations.
+	Lin versioned.Interface
 }
 
 // Snapshot is one Installation and its children, as read at one moment.
 type Snapshot struct {
-	Installation *linv1.Installation            `json:"installation"`
-	StatefulSets []appsv1.StatefulSet           `json:"statefulSets"`
-	Pods         []corev1.Pod                   `json:"pods"`
-	Claims       []corev1.PersistentVolumeClaim `json:"claims"`
-	Budgets      []policyv1.PodDisruptionBudget `json:"podDisruptionBudgets"`
-	Services     []corev1.Service               `json:"services"`
+	// Installation is the Installation itself.
+	Installation *linv1.Installation `json:"installation"`
+	// StatefulSets are its shards'.
+	StatefulSets []appsv1.StatefulSet `json:"statefulSets"`
+	// Pods are the pods of every shard.
+	Pods []corev1.Pod `json:"pods"`
+	// Claims are the pods' PersistentVolumeClaims.
+	Claims []corev1.PersistentVolumeClaim `json:"claims"`
+	// Budgets are the shards' PodDisruptionBudgets.
+	Budgets []policyv1.PodDisruptionBudget `json:"podDisruptionBudgets"`
+	// Services are the client and headless Services.
+	Services []corev1.Service `json:"services"`
 	// Events are about the Installation and its children, oldest first.
 	Events []corev1.Event `json:"events"`
 }
