@@ -50,6 +50,14 @@ image:
 docker-image:
 	$(CONTAINER_TOOL) build -t $(DOCKER_IMAGE) .
 
+## plugin: the kubectl plugin kubectl-lin for linux and darwin on amd64 and
+## arm64, as the tar.gz archives that krew installs, and their krew manifest
+## (plugins/lin.yaml filled in), into bin/plugin; VERSION must be a
+## release's, vX.Y.Z.
+.PHONY: plugin
+plugin:
+	$(GO) run ./hack/pluginrelease -version "$(VERSION)" -out bin/plugin
+
 ## tools: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
 ## kwok, helm and the real node's kubelet, kube-proxy, containerd and CoreDNS,
 ## built once into the cache folder (see hack/build-tools.sh).

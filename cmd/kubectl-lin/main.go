@@ -53,7 +53,7 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().DurationVar(&o.timeout, "timeout", 30*time.Second, "How long a command may take in all before it gives up.")
-	root.AddCommand(o.statusCommand(), o.listCommand(), o.reportCommand(), o.versionCommand())
+	root.AddCommand(o.statusCommand(), o.listCommand(), o.restartCommand(), o.reportCommand(), o.versionCommand())
 	for _, c := range []struct {
 		use, short string
 		change     plugin.SpecChange
@@ -92,9 +92,24 @@ func (o *options) clients() (plugin.Clients, string, error) {
 	return plugin.Clients{Kube: kube, Lin: lin}, ns, nil
 }
 
-// context bounds a command by --timeout.
-func (o *options) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), o.timeout)
+// run makes the clients from kubectl's flags and calls fn with them, the
+// namespace to use and a context that --timeout bounds.
+func (o *options) run(cmd *cobra.Command, fn func(ctx context.Context, cl plugin.Clients, ns string) error) error {
+	cl, ns, err := o.clients()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+	return fn(ctx, cl, ns)
+}
+
+// say writes msg, a line for the user, unless err is set.
+func (o *options) say(msg string, err error) error {
+	if err == nil {
+		fmt.Fprintln(o.streams.Out, msg)
+	}
+	return err
 }
 
 // colored reports whether to colour: on a terminal, unless NO_COLOR is set.
@@ -114,28 +129,24 @@ func (o *options) statusCommand() *cobra.Command {
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml, or none for the screen", output)
 			}
-			cl, ns, err := o.clients()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.context(cmd)
-			defer cancel()
-			snap, err := plugin.Gather(ctx, cl, ns, args[0])
-			if err != nil {
-				return err
-			}
-			switch output {
-			case "json":
-				return json.NewEncoder(o.streams.Out).Encode(snap)
-			case "yaml":
-				data, err := yaml.Marshal(snap)
+			return o.run(cmd, func(ctx context.Context, cl plugin.Clients, ns string) error {
+				snap, err := plugin.Gather(ctx, cl, ns, args[0])
 				if err != nil {
 					return err
 				}
-				_, err = o.streams.Out.Write(data)
-				return err
-			}
-			return plugin.RenderStatus(o.streams.Out, snap, time.Now(), o.colored())
+				switch output {
+				case "json":
+					return json.NewEncoder(o.streams.Out).Encode(snap)
+				case "yaml":
+					data, err := yaml.Marshal(snap)
+					if err != nil {
+						return err
+					}
+					_, err = o.streams.Out.Write(data)
+					return err
+				}
+				return plugin.RenderStatus(o.streams.Out, snap, time.Now(), o.colored())
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the Installation and its children as read, for tools.")
@@ -150,20 +161,16 @@ func (o *options) listCommand() *cobra.Command {
 		Short: "List the Installations with a line on the health of each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, ns, err := o.clients()
-			if err != nil {
-				return err
-			}
-			if all {
-				ns = ""
-			}
-			ctx, cancel := o.context(cmd)
-			defer cancel()
-			insts, err := plugin.List(ctx, cl, ns)
-			if err != nil {
-				return err
-			}
-			return plugin.RenderList(o.streams.Out, insts, time.Now(), all, o.colored())
+			return o.run(cmd, func(ctx context.Context, cl plugin.Clients, ns string) error {
+				if all {
+					ns = ""
+				}
+				insts, err := plugin.List(ctx, cl, ns)
+				if err != nil {
+					return err
+				}
+				return plugin.RenderList(o.streams.Out, insts, time.Now(), all, o.colored())
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the Installations of every namespace.")
@@ -177,20 +184,32 @@ func (o *options) specCommand(use, short string, change plugin.SpecChange) *cobr
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, ns, err := o.clients()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := o.context(cmd)
-			defer cancel()
-			msg, err := change.Apply(ctx, cl, ns, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(o.streams.Out, msg)
-			return nil
+			return o.run(cmd, func(ctx context.Context, cl plugin.Clients, ns string) error {
+				return o.say(change.Apply(ctx, cl, ns, args[0]))
+			})
 		},
 	}
+}
+
+// restartCommand is `kubectl lin restart NAME [--shard N]`.
+func (o *options) restartCommand() *cobra.Command {
+	var shard int32
+	cmd := &cobra.Command{
+		Use:   "restart NAME",
+		Short: "Restart the pods of every shard, or of one, rolling them as the rollout strategy and the budgets allow; no pod is deleted",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var only *int32
+			if cmd.Flags().Changed("shard") {
+				only = &shard
+			}
+			return o.run(cmd, func(ctx context.Context, cl plugin.Clients, ns string) error {
+				return o.say(plugin.Restart(ctx, cl, ns, args[0], only, time.Now()))
+			})
+		},
+	}
+	cmd.Flags().Int32Var(&shard, "shard", 0, "Restart this shard alone.")
+	return cmd
 }
 
 // reportCommand is `kubectl lin report NAME`: a support bundle.
@@ -201,37 +220,34 @@ func (o *options) reportCommand() *cobra.Command {
 		Short: "Write a support bundle (tar.gz): the Installation, its children and events, the operator's pods and logs, the versions; never a Secret",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, ns, err := o.clients()
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			if file == "" {
-				file = fmt.Sprintf("lin-report-%s-%s-%s.tar.gz", ns, args[0], now.UTC().Format("20060102T150405Z"))
-			}
-			ctx, cancel := o.context(cmd)
-			defer cancel()
-			f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return err
-			}
-			r := plugin.Report{Namespace: ns, Name: args[0], OperatorNamespace: operatorNS, PluginVersion: buildVersion(), Now: now}
-			if err := r.Write(ctx, cl, f); err != nil {
-				f.Close()
-				os.Remove(file)
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.streams.Out, "wrote %s\n", file)
-			return nil
+			return o.run(cmd, func(ctx context.Context, cl plugin.Clients, ns string) error {
+				now := time.Now()
+				if file == "" {
+					file = fmt.Sprintf("lin-report-%s-%s-%s.tar.gz", ns, args[0], now.UTC().Format("20060102T150405Z"))
+				}
+				r := plugin.Report{Namespace: ns, Name: args[0], OperatorNamespace: operatorNS, PluginVersion: buildVersion(), Now: now}
+				return o.say("wrote "+file, writeReport(ctx, cl, r, file))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&operatorNS, "operator-namespace", "",
 		"The operator's namespace (lin-system for deploy/): its Deployment, pods and recent logs go in the bundle too.")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "Where to write the bundle; it must not exist. Default: lin-report-<namespace>-<name>-<time>.tar.gz here.")
 	return cmd
+}
+
+// writeReport writes r's bundle to a new file, which it removes on an error.
+func writeReport(ctx context.Context, cl plugin.Clients, r plugin.Report, file string) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := r.Write(ctx, cl, f); err != nil {
+		f.Close()
+		os.Remove(file)
+		return err
+	}
+	return f.Close()
 }
 
 // versionCommand is `kubectl lin version`: the plugin's and the cluster's.
@@ -256,9 +272,16 @@ func (o *options) versionCommand() *cobra.Command {
 	}
 }
 
-// buildVersion is the module's version and the commit the binary was built
-// from, as the Go toolchain records them.
+// version is the release's version, stamped by make plugin
+// (-X main.version=vX.Y.Z); empty in other builds.
+var version string
+
+// buildVersion is the release's version, or else the module's version and
+// the commit the binary was built from, as the Go toolchain records them.
 func buildVersion() string {
+	if version != "" {
+		return version
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

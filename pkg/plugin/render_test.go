@@ -36,7 +36,8 @@ func ago(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
 // shard 2 waits its turn.
 func midRollout() *Snapshot {
 	inst := &linv1.Installation{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "shop", UID: "inst", Generation: 4, CreationTimestamp: ago(3 * time.Hour)},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "shop", UID: "inst", Generation: 4, CreationTimestamp: ago(3 * time.Hour),
+			Annotations: map[string]string{resources.ShardRestartAnnotation(2): "2026-12-04T09:30:00.000Z"}},
 		Spec: linv1.InstallationSpec{Image: "registry.example/app:2.1", Shards: ptr.To[int32](3), Replicas: ptr.To[int32](2),
 			Ports: []linv1.InstallationPort{{Name: "http", ContainerPort: 8080}}},
 		Status: linv1.InstallationStatus{

@@ -53,7 +53,7 @@ type Snapshot struct {
 func Gather(ctx context.Context, c Clients, namespace, name string) (*Snapshot, error) {
 	inst, err := c.Lin.LinV1().Installations(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, explain(err, fmt.Sprintf("Installation %q in namespace %q", name, namespace))
+		return nil, explain(err, installationName(namespace, name))
 	}
 	s := &Snapshot{Installation: inst}
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(resources.SelectorLabels(inst)).String()}

@@ -158,6 +158,9 @@ func (p *printer) summary(inst *linv1.Installation) {
 	if inst.Spec.Paused || inst.Spec.Stop {
 		p.line("Held:", fmt.Sprintf("paused %t, stopped %t", inst.Spec.Paused, inst.Spec.Stop))
 	}
+	if restarts := restartsAsked(inst); restarts != "" {
+		p.line("Restarts:", restarts)
+	}
 	if st.Endpoint != "" {
 		p.line("Endpoint:", st.Endpoint)
 	}
@@ -172,6 +175,21 @@ func (p *printer) summary(inst *linv1.Installation) {
 	} else {
 		p.line("Rollout:", "none")
 	}
+}
+
+// restartsAsked lists the rolling restarts that the Installation's
+// annotations ask for (kubectl lin restart), or "".
+func restartsAsked(inst *linv1.Installation) string {
+	var asked []string
+	if at := inst.Annotations[resources.AnnotationRestartedAt]; at != "" {
+		asked = append(asked, "every shard at "+at)
+	}
+	for i := range resources.Shards(inst) {
+		if at := inst.Annotations[resources.ShardRestartAnnotation(i)]; at != "" {
+			asked = append(asked, fmt.Sprintf("shard %d at %s", i, at))
+		}
+	}
+	return strings.Join(asked, ", ")
 }
 
 // conditions writes the conditions table.

@@ -41,7 +41,21 @@ const (
 	// template annotations that come from spec.pod.annotations. It is kept on
 	// the StatefulSet, not on the template, so that it never restarts a pod.
 	AnnotationPodAnnotations = "lin.dev/pod-annotations"
+	// AnnotationRestartedAt on an Installation asks for a rolling restart
+	// of every shard, and ShardRestartAnnotation for one shard alone, as
+	// kubectl rollout restart does for a Deployment: the operator carries
+	// the later of the two values into the shard's pod template under this
+	// key, which rolls the shard's pods through the rollout strategy and the
+	// disruption budget. No pod is deleted for it. kubectl lin restart
+	// writes them, as RFC 3339 times in UTC, which sort as they compare.
+	AnnotationRestartedAt = "lin.dev/restarted-at"
 )
+
+// ShardRestartAnnotation is the annotation of an Installation that asks for
+// a rolling restart of one shard (see AnnotationRestartedAt).
+func ShardRestartAnnotation(shard int32) string {
+	return AnnotationRestartedAt + "-shard-" + strconv.Itoa(int(shard))
+}
 
 // Names and paths inside the pods.
 const (

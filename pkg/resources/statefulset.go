@@ -65,6 +65,13 @@ func HoldTemplate(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	return held
 }
 
+// restartedAt is the restart that shard's pods must have had: the later of
+// the Installation's restart annotations for every shard and for this one,
+// or "" when it has neither, which leaves the template as it was.
+func restartedAt(inst *linv1.Installation, shard int32) string {
+	return max(inst.Annotations[AnnotationRestartedAt], inst.Annotations[ShardRestartAnnotation(shard)])
+}
+
 // podManagementPolicy is spec.podManagementPolicy with its default.
 func podManagementPolicy(inst *linv1.Installation) appsv1.PodManagementPolicyType {
 	if inst.Spec.PodManagementPolicy == linv1.ParallelPodManagement {
@@ -104,6 +111,9 @@ func newClaimTemplate(inst *linv1.Installation, shard int32, s *linv1.StorageSpe
 func newPodTemplate(inst *linv1.Installation, shard int32) corev1.PodTemplateSpec {
 	p := inst.Spec.Pod
 	annotations := mergeMaps(p.Annotations, map[string]string{AnnotationConfigHash: ConfigHash(inst)})
+	if at := restartedAt(inst, shard); at != "" {
+		annotations[AnnotationRestartedAt] = at
+	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      mergeMaps(p.Labels, ShardLabels(inst, shard)),

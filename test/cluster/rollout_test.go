@@ -287,3 +287,64 @@ func waitEvent(t *testing.T, ns, name, reason string) {
 		return len(events.Items) > 0, nil
 	})
 }
+
+// waitReplaced waits until the timeline shows, for each shard in want, that
+// many old pods gone and as many new ones Ready.
+func waitReplaced(t *testing.T, tl *timeline, want map[string]int) {
+	t.Helper()
+	harness.Eventually(t, timeout, "the pods to be replaced", func(context.Context) (bool, error) {
+		tl.mu.Lock()
+		ready := map[string]int{}
+		for uid := range tl.ready {
+			ready[tl.shard[uid]]++
+		}
+		tl.mu.Unlock()
+		ivs := tl.intervals()
+		for shard, n := range want {
+			if iv := ivs[shard]; iv == nil || iv.replaced != n || ready[shard] != n {
+				return false, fmt.Errorf("shard %s: %+v, %d new pods Ready, want %d of each", shard, iv, ready[shard], n)
+			}
+		}
+		return true, nil
+	})
+}
+
+// TestARestartRollsTheShardsOneAfterTheOther annotates an Installation as
+// `kubectl lin restart` does: every shard's pods are replaced, a shard only
+// once the one before has its new pods Ready, with no change to the spec.
+// Then a restart of shard 1 alone replaces its pods and no other.
+func TestARestartRollsTheShardsOneAfterTheOther(t *testing.T) {
+	ns := harness.Namespace(t, testEnv.Client)
+	harness.StartOperator(t, testEnv.Config, harness.Options{Namespaces: []string{ns}})
+	created := createReady(t, newInstallation(ns, "demo", 3, 2, ""))
+	tl := watchPods(t, ns, "demo")
+
+	edit(t, ns, "demo", func(i *linv1.Installation) {
+		i.Annotations = map[string]string{resources.AnnotationRestartedAt: "2026-12-05T10:00:00.000Z"}
+	})
+	waitReplaced(t, tl, map[string]int{"0": 2, "1": 2, "2": 2})
+	waitRolledOut(t, ns, "demo", 6)
+	ivs := tl.intervals()
+	t.Logf("restart: %s", tl.describe(ivs, 3))
+	for s := range 2 {
+		if next := ivs[fmt.Sprint(s+1)]; next.from.Before(ivs[fmt.Sprint(s)].to) {
+			t.Errorf("shard %d began replacing pods %v before shard %d had its new pods Ready", s+1, ivs[fmt.Sprint(s)].to.Sub(next.from), s)
+		}
+	}
+	inst, err := linClient.LinV1().Installations(ns).Get(t.Context(), "demo", metav1.GetOptions{})
+	if err != nil || inst.Generation != created.Generation {
+		t.Errorf("the restart changed the spec: generation %d -> %d (%v)", created.Generation, inst.Generation, err)
+	}
+
+	tl = watchPods(t, ns, "demo")
+	edit(t, ns, "demo", func(i *linv1.Installation) {
+		i.Annotations[resources.ShardRestartAnnotation(1)] = "2026-12-05T11:00:00.000Z"
+	})
+	waitReplaced(t, tl, map[string]int{"1": 2})
+	waitRolledOut(t, ns, "demo", 6)
+	ivs = tl.intervals()
+	t.Logf("restart of shard 1: %s", tl.describe(ivs, 3))
+	if ivs["0"] != nil || ivs["2"] != nil {
+		t.Errorf("a restart of shard 1 replaced pods of other shards: %s", tl.describe(ivs, 3))
+	}
+}

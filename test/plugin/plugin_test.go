@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ import (
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	"lin.dev/lin-operator/pkg/plugin"
+	"lin.dev/lin-operator/pkg/resources"
 	"lin.dev/lin-operator/test/env"
 	"lin.dev/lin-operator/test/harness"
 )
@@ -365,5 +367,125 @@ func untar(t *testing.T, path string) map[string]string {
 			t.Fatal(err)
 		}
 		files[hdr.Name] = string(data)
+	}
+}
+
+// restartedAt returns each shard's restart annotation in its pod template,
+// by StatefulSet name.
+func restartedAt(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	sets, err := testEnv.Client.AppsV1().StatefulSets(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range sets.Items {
+		out[s.Name] = s.Spec.Template.Annotations[resources.AnnotationRestartedAt]
+	}
+	return out
+}
+
+// TestRestartRollsThePodsThroughTheOperator: `kubectl lin restart` annotates
+// the Installation, and the operator carries the restart into every shard's
+// pod template (test/cluster times the shards one after the other); with
+// --shard, into that shard's alone. A shard out of range is refused.
+func TestRestartRollsThePodsThroughTheOperator(t *testing.T) {
+	ns, _ := readyInstallation(t)
+	out := mustKubectl(t, "lin", "restart", "demo", "-n", ns)
+	t.Logf("kubectl lin restart demo: %s", strings.TrimSpace(out))
+	inst, err := linClient.LinV1().Installations(ns).Get(t.Context(), "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := inst.Annotations[resources.AnnotationRestartedAt]
+	if all == "" {
+		t.Fatalf("kubectl lin restart set no %s: %v", resources.AnnotationRestartedAt, inst.Annotations)
+	}
+	harness.Eventually(t, timeout, "every shard's template to carry the restart", func(context.Context) (bool, error) {
+		got := restartedAt(t, ns)
+		for _, sts := range []string{"demo-0", "demo-1", "demo-2"} {
+			if got[sts] != all {
+				return false, fmt.Errorf("templates' restarts: %v, want %s everywhere", got, all)
+			}
+		}
+		return true, nil
+	})
+	harness.WaitPhase(t, linClient, ns, "demo", linv1.PhaseReady, timeout)
+
+	out = mustKubectl(t, "lin", "restart", "demo", "--shard", "1", "-n", ns)
+	t.Logf("kubectl lin restart demo --shard 1: %s", strings.TrimSpace(out))
+	harness.Eventually(t, timeout, "shard 1's template alone to carry its restart", func(context.Context) (bool, error) {
+		got := restartedAt(t, ns)
+		if got["demo-1"] == all || got["demo-0"] != all || got["demo-2"] != all {
+			return false, fmt.Errorf("templates' restarts: %v, want a later one on demo-1 alone", got)
+		}
+		return true, nil
+	})
+	if out, err := kubectl(t, "lin", "restart", "demo", "--shard", "3", "-n", ns); err == nil || !strings.Contains(out, "--shard 3: ") || !strings.Contains(out, "has shards 0 to 2") {
+		t.Errorf("kubectl lin restart --shard 3 of 3 shards: %v\n%s", err, out)
+	}
+}
+
+// TestMakePluginWritesWhatKrewInstalls runs what `make plugin` runs for
+// this machine's platform, then the real krew, built from hack/tools/krew,
+// installs the plugin from the written manifest and archive, as krew-index
+// would serve them; kubectl then runs the plugin that krew installed.
+func TestMakePluginWritesWhatKrewInstalls(t *testing.T) {
+	root, err := env.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "plugin")
+	const version = "v0.1.0"
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	release := func() string {
+		cmd := exec.CommandContext(t.Context(), "go", "run", "./hack/pluginrelease", "-version", version, "-platforms", platform, "-out", out)
+		cmd.Dir = root
+		output, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pluginrelease: %v\n%s", err, output)
+		}
+		return string(output)
+	}
+	first := release()
+	if again := release(); again != first {
+		t.Errorf("two builds of the same source differ:\n%s\n%s", first, again)
+	}
+	t.Logf("pluginrelease: %s", strings.TrimSpace(first))
+	manifest, err := os.ReadFile(filepath.Join(out, "lin.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := fmt.Sprintf("kubectl-lin_%s_%s.tar.gz", runtime.GOOS, runtime.GOARCH)
+	if sum := strings.Fields(first)[0]; !strings.Contains(string(manifest), "sha256: "+sum) ||
+		!strings.Contains(string(manifest), "/releases/download/"+version+"/"+archive) {
+		t.Errorf("the manifest does not name %s with its sha256 %s:\n%s", archive, sum, manifest)
+	}
+
+	krew := filepath.Join(dir, "krew")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", krew, "sigs.k8s.io/krew/cmd/krew")
+	build.Dir = filepath.Join(root, "hack", "tools", "krew")
+	if output, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building krew: %v\n%s", err, output)
+	}
+	krewRoot := filepath.Join(dir, "krew-root")
+	run := func(name string, args ...string) string {
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		// krew's bin first, where a user's PATH has it; nothing else of
+		// this test's.
+		cmd.Env = append(os.Environ(), "KREW_ROOT="+krewRoot, "KREW_NO_UPGRADE_CHECK=1",
+			"PATH="+filepath.Join(krewRoot, "bin")+string(os.PathListSeparator)+"/usr/bin:/bin")
+		output, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, output)
+		}
+		return string(output)
+	}
+	t.Logf("krew install: %s", strings.TrimSpace(run(krew, "install", "--manifest="+filepath.Join(out, "lin.yaml"),
+		"--archive="+filepath.Join(out, archive))))
+	got := run(filepath.Join(testEnv.BinDir, "kubectl"), "lin", "version", "--kubeconfig", testEnv.KubeconfigPath)
+	if !strings.Contains(got, "kubectl-lin: "+version) {
+		t.Errorf("kubectl lin version after krew install:\n%s\nwant the release's %s", got, version)
 	}
 }
