@@ -241,7 +241,10 @@ func (p *printer) shard(s *Snapshot, shard int32) {
 	}
 	budget := "no budget"
 	if b := find(s.Budgets, func(b policyv1.PodDisruptionBudget) bool { return b.Labels[resources.LabelShard] == label }); b != nil {
-		budget = fmt.Sprintf("budget %s allows %d disruptions", b.Name, b.Status.DisruptionsAllowed)
+		budget = fmt.Sprintf("budget %s allows %d disruption", b.Name, b.Status.DisruptionsAllowed)
+		if b.Status.DisruptionsAllowed != 1 {
+			budget += "s"
+		}
 	}
 	p.line(fmt.Sprintf("Shard %d: StatefulSet %s, revision %s, %d/%d ready, %d updated, %s", shard,
 		sts.Name, revision, sts.Status.ReadyReplicas, want, sts.Status.UpdatedReplicas, budget))

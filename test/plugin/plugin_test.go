@@ -129,7 +129,7 @@ func TestKubectlFindsThePluginAndStatusShowsTheInstallationWhole(t *testing.T) {
 	status := mustKubectl(t, "lin", "status", "demo", "-n", ns)
 	t.Logf("kubectl lin status demo:\n%s", status)
 	for _, want := range []string{"Installation:  " + ns + "/demo", "Phase:         Ready", "Ready:         3 of 3 pods",
-		"Shard 0: StatefulSet demo-0", "Shard 2: StatefulSet demo-2", "demo-1-0  true", "budget demo-1 allows 1 disruptions",
+		"Shard 0: StatefulSet demo-0", "Shard 2: StatefulSet demo-2", "demo-1-0  true", "budget demo-1 allows 1 disruption\n",
 		"demo-headless", "installation/demo", "Rollout:       none"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("kubectl lin status lacks %q", want)
