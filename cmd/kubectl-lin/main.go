@@ -1,8 +1,10 @@
 // Command kubectl-lin is the kubectl plugin of lin-operator: with the binary
-// on PATH, `kubectl lin status NAME` shows an Installation whole, and `kubectl
-// lin pause|resume|stop|start NAME` change the spec fields that day-2 chores
-// need. It takes kubectl's usual flags (--kubeconfig, --context,
-// --namespace, ...).
+// on PATH, `kubectl lin status NAME` shows an Installation whole, `kubectl
+// lin list` sums up each, `kubectl lin restart NAME` rolls its pods through
+// the operator, `kubectl lin pause|resume|stop|start NAME` change the spec
+// fields that day-2 chores need, `kubectl lin report NAME` writes a support
+// bundle and `kubectl lin version` names the versions. It takes kubectl's
+// usual flags (--kubeconfig, --context, --namespace, ...).
 package main
 
 import (
@@ -75,8 +77,11 @@ func (o *options) clients() (plugin.Clients, string, error) {
 		return plugin.Clients{}, "", err
 	}
 	cfg.UserAgent = plugin.FieldManager
-	// Each request within the whole command's bound, discovery's too.
-	cfg.Timeout = o.timeout
+	// Each request within the whole command's bound, discovery's too,
+	// unless --request-timeout sets one of its own.
+	if cfg.Timeout == 0 {
+		cfg.Timeout = o.timeout
+	}
 	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return plugin.Clients{}, "", err
@@ -214,7 +219,7 @@ func (o *options) restartCommand() *cobra.Command {
 
 // reportCommand is `kubectl lin report NAME`: a support bundle.
 func (o *options) reportCommand() *cobra.Command {
-	var operatorNS, file string
+	var operatorNS, operatorSelector, file string
 	cmd := &cobra.Command{
 		Use:   "report NAME",
 		Short: "Write a support bundle (tar.gz): the Installation, its children and events, the operator's pods and logs, the versions; never a Secret",
@@ -225,13 +230,16 @@ func (o *options) reportCommand() *cobra.Command {
 				if file == "" {
 					file = fmt.Sprintf("lin-report-%s-%s-%s.tar.gz", ns, args[0], now.UTC().Format("20060102T150405Z"))
 				}
-				r := plugin.Report{Namespace: ns, Name: args[0], OperatorNamespace: operatorNS, PluginVersion: buildVersion(), Now: now}
+				r := plugin.Report{Namespace: ns, Name: args[0], OperatorNamespace: operatorNS, OperatorSelector: operatorSelector,
+					PluginVersion: buildVersion(), Now: now}
 				return o.say("wrote "+file, writeReport(ctx, cl, r, file))
 			})
 		},
 	}
 	cmd.Flags().StringVar(&operatorNS, "operator-namespace", "",
 		"The operator's namespace (lin-system for deploy/): its Deployment, pods and recent logs go in the bundle too.")
+	cmd.Flags().StringVar(&operatorSelector, "operator-selector", plugin.OperatorSelector,
+		"Label selector of the operator's Deployment and pods in --operator-namespace (a chart with nameOverride labels them so).")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "Where to write the bundle; it must not exist. Default: lin-report-<namespace>-<name>-<time>.tar.gz here.")
 	return cmd
 }

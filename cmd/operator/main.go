@@ -64,7 +64,7 @@ func (o options) operatorConfig() operator.Config {
 		Namespaces: o.namespaces, Workers: o.workers, ResyncPeriod: o.resyncPeriod,
 		ClusterDomain: o.clusterDomain, InstallationSelector: o.installationSelector,
 		MetricsAddress: enabled(o.metricsAddress), HealthAddress: enabled(o.healthAddress),
-		MetricsSecure: o.metricsSecure, MetricsCertDir: o.metricsCertDir,
+		MetricsInsecure: !o.metricsSecure, MetricsCertDir: o.metricsCertDir,
 		Compression: o.compression,
 	}
 	if o.leaderElect {

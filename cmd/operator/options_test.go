@@ -81,9 +81,9 @@ func TestOperatorConfig(t *testing.T) {
 	if parse(t).operatorConfig().LeaderElection != nil {
 		t.Error("leader election is on without --leader-elect")
 	}
-	if def := parse(t).operatorConfig(); def.MetricsAddress != ":8443" || !def.MetricsSecure || def.MetricsCertDir != "" {
+	if def := parse(t).operatorConfig(); def.MetricsAddress != ":8443" || def.MetricsInsecure || def.MetricsCertDir != "" {
 		t.Errorf("metrics = %q, secure %t, certificates from %q; want :8443 over HTTPS with a self-signed certificate",
-			def.MetricsAddress, def.MetricsSecure, def.MetricsCertDir)
+			def.MetricsAddress, !def.MetricsInsecure, def.MetricsCertDir)
 	}
 	if cfg.Compression || !parse(t, "--kube-api-compression").operatorConfig().Compression {
 		t.Error("compression is on by default, or off with --kube-api-compression")

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"golang.org/x/mod/semver"
 )
 
 // platform is one os/arch that the plugin is built for.
@@ -42,8 +44,10 @@ func main() {
 
 // run builds every platform's archive into out, then writes out/lin.yaml.
 func run(version string, platforms []string, out, manifest string) error {
-	if !strings.HasPrefix(version, "v") {
-		return fmt.Errorf("-version %q: want a release's version, vX.Y.Z", version)
+	// krew wants semantic versions; git describe of a commit past a tag or
+	// of a dirty tree is not a release.
+	if !semver.IsValid(version) || strings.HasSuffix(version, "-dirty") || semver.Build(version) != "" {
+		return fmt.Errorf("-version %q: want a release's version, vX.Y.Z (make plugin VERSION=vX.Y.Z)", version)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
 )
 
 // rolloutPlan says which shards get the StatefulSet the spec renders now.
@@ -79,12 +80,16 @@ func available(sts *appsv1.StatefulSet, want int32) bool {
 
 // rolloutStatus returns status.rollout for the shard that is rolling (-1:
 // none). The time it started is kept while the same shard rolls to the same
-// generation of the spec, and is now otherwise.
+// generation of the spec, and is now otherwise, or when a restart of the
+// shard was asked after it: a restart changes no generation, and restarts
+// the progress deadline as a new spec would.
 func rolloutStatus(inst *linv1.Installation, rolling int, now metav1.Time) *linv1.RolloutStatus {
 	if rolling < 0 {
 		return nil
 	}
-	if prev := inst.Status.Rollout; prev != nil && prev.Shard == int32(rolling) && inst.Status.ObservedGeneration == inst.Generation {
+	_, restarted := resources.RestartedAt(inst, int32(rolling))
+	if prev := inst.Status.Rollout; prev != nil && prev.Shard == int32(rolling) && inst.Status.ObservedGeneration == inst.Generation &&
+		!restarted.After(prev.Since.Time) {
 		return prev.DeepCopy()
 	}
 	return &linv1.RolloutStatus{Shard: int32(rolling), Since: now}

@@ -126,6 +126,22 @@ func TestRolloutStatusKeepsItsClockForOneShardAndGeneration(t *testing.T) {
 			t.Errorf("shard %d at generation %d: %v, want %v", tc.rolling, tc.generation, got, tc.want)
 		}
 	}
+	// A restart of the rolling shard asked after its rollout began starts
+	// its clock again; one asked before, or of another shard, does not.
+	inst.Generation = 1
+	for _, tc := range []struct {
+		annotations map[string]string
+		want        *linv1.RolloutStatus
+	}{
+		{map[string]string{resources.ShardRestartAnnotation(1): fixedNow.Add(-time.Second).Format(time.RFC3339Nano)}, &linv1.RolloutStatus{Shard: 1, Since: now}},
+		{map[string]string{resources.AnnotationRestartedAt: fixedNow.Add(-time.Hour).Format(time.RFC3339Nano)}, &linv1.RolloutStatus{Shard: 1, Since: then}},
+		{map[string]string{resources.ShardRestartAnnotation(2): fixedNow.Format(time.RFC3339Nano)}, &linv1.RolloutStatus{Shard: 1, Since: then}},
+	} {
+		inst.Annotations = tc.annotations
+		if got := rolloutStatus(inst, 1, now); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("restarts %v: %v, want %v", tc.annotations, got, tc.want)
+		}
+	}
 	if s, left := stalled(&linv1.RolloutStatus{Since: then}, 30*time.Second, now); !s || left > 0 {
 		t.Errorf("a minute into a 30s deadline: stalled %v, %v left", s, left)
 	}

@@ -56,7 +56,7 @@ var (
 	}, []string{"resource"})
 )
 
-// The reviews that AccessReviews counts, the values of its resource label.
+// The reviews that CountAccessReviews counts, the values of its resource label.
 var reviewResources = []string{"tokenreviews", "subjectaccessreviews", "selfsubjectaccessreviews"}
 
 // Register installs the metrics of client-go (workqueues, requests, leader

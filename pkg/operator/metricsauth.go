@@ -19,6 +19,8 @@ import (
 	authorizationcel "k8s.io/apiserver/pkg/authorization/cel"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"lin.dev/lin-operator/pkg/metrics"
 )
 
 // How long the answers of the reviews are kept, as kube-rbac-proxy and
@@ -35,7 +37,9 @@ const (
 )
 
 // reviewBackoff retries a review that failed (the API server's timeouts,
-// 429s), with k8s.io/apiserver's DefaultAuthWebhookRetryBackoff.
+// 429s). It is k8s.io/apiserver's options.DefaultAuthWebhookRetryBackoff,
+// copied as controller-runtime's metrics filter copies it: that package
+// would bring the whole of the API server's options.
 func reviewBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
@@ -95,11 +99,23 @@ func authorized(next http.Handler, reviews kubernetes.Interface) (http.Handler, 
 	if err != nil {
 		return nil, fmt.Errorf("making the metrics authorizer: %w", err)
 	}
+	// The reviews are bounded as the scrapes are: each new token costs a
+	// TokenReview, so without a bound a flood of made-up tokens would queue
+	// reviews without end, and Prometheus' own behind them.
+	inFlight := make(chan struct{}, metrics.MaxScrapesInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case inFlight <- struct{}{}:
+			defer func() { <-inFlight }()
+		default:
+			http.Error(w, fmt.Sprintf("more than %d scrapes at once", metrics.MaxScrapesInFlight), http.StatusServiceUnavailable)
+			return
+		}
 		// A token that the review refuses comes back as an error that says
 		// why (expired, not issued here); either way the answer is 401,
 		// as the API server's own. The log says why at -v=2: at the default
-		// level, anyone could fill it with bad tokens.
+		// level, anyone could fill it with bad tokens. A review that fails
+		// (RBAC, the API server) is logged as an error by the authenticator.
 		res, ok, err := authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			klog.V(2).InfoS("Scrape not authenticated", "path", r.URL.Path, "err", err)

@@ -56,10 +56,11 @@ type Config struct {
 	LeaderElection *LeaderElection
 	// MetricsAddress is where /metrics is served; empty: nowhere.
 	MetricsAddress string
-	// MetricsSecure serves /metrics over HTTPS, and only to callers whose
-	// bearer token a TokenReview accepts and whom a SubjectAccessReview
-	// allows get on /metrics; else over plain HTTP to anyone.
-	MetricsSecure bool
+	// MetricsInsecure serves /metrics over plain HTTP to anyone. Otherwise,
+	// as the zero value has it, /metrics is served over HTTPS, and only to
+	// callers whose bearer token a TokenReview accepts and whom a
+	// SubjectAccessReview allows get on /metrics.
+	MetricsInsecure bool
 	// MetricsCertDir holds the tls.crt and tls.key of /metrics over HTTPS;
 	// empty: a self-signed certificate made at start.
 	MetricsCertDir string

@@ -78,7 +78,7 @@ func (o *Operator) metricsEndpoint() (endpoint, error) {
 		return endpoint{}, err
 	}
 	ep := endpoint{name: "metrics", addr: o.config.MetricsAddress}
-	if o.config.MetricsSecure {
+	if !o.config.MetricsInsecure {
 		ctx, cancel := context.WithTimeout(context.Background(), reviewTimeout)
 		checkReviewAccess(ctx, o.reviewClient)
 		cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	certutil "k8s.io/client-go/util/cert"
@@ -36,15 +37,11 @@ type certSource interface {
 // current as they are replaced, or with dir empty, one made now.
 func newCertSource(dir string) (certSource, error) {
 	if dir == "" {
-		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(selfSignedHost, nil, []string{"localhost"})
-		if err != nil {
-			return nil, fmt.Errorf("making a self-signed certificate for /metrics: %w", err)
+		s := &selfSigned{}
+		if _, err := s.GetCertificate(nil); err != nil {
+			return nil, err
 		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("making a self-signed certificate for /metrics: %w", err)
-		}
-		return fixedCert{&cert}, nil
+		return s, nil
 	}
 	content, err := dynamiccertificates.NewDynamicServingContentFromFiles("metrics",
 		filepath.Join(dir, certFile), filepath.Join(dir, keyFile))
@@ -54,14 +51,38 @@ func newCertSource(dir string) (certSource, error) {
 	return &fileCert{content: content}, nil
 }
 
-// fixedCert is a certificate that never changes.
-type fixedCert struct{ cert *tls.Certificate }
+// renewBefore is how long before it expires a self-signed certificate is
+// made anew: an operator that runs for a year serves no expired one.
+const renewBefore = 30 * 24 * time.Hour
+
+// selfSigned is a certificate that the operator makes itself, for a year,
+// and makes again a month before it expires.
+type selfSigned struct {
+	mu   sync.Mutex
+	cert *tls.Certificate
+}
 
 // GetCertificate implements certSource.
-func (f fixedCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return f.cert, nil }
+func (s *selfSigned) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert != nil && time.Until(s.cert.Leaf.NotAfter) > renewBefore {
+		return s.cert, nil
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(selfSignedHost, nil, []string{"localhost"})
+	if err != nil {
+		return nil, fmt.Errorf("making a self-signed certificate for /metrics: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("making a self-signed certificate for /metrics: %w", err)
+	}
+	s.cert = &cert
+	return s.cert, nil
+}
 
-// Run implements certSource.
-func (fixedCert) Run(context.Context) {}
+// Run implements certSource: GetCertificate renews the certificate itself.
+func (*selfSigned) Run(context.Context) {}
 
 // fileCert is the certificate of two files, which k8s.io/apiserver's
 // dynamic serving content reloads when they change (a rotation by

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -84,5 +85,24 @@ func TestAMissingOrBadCertificateNamesTheFlag(t *testing.T) {
 	_, err := newCertSource(dir)
 	if err == nil || !strings.Contains(err.Error(), "--metrics-cert-dir") {
 		t.Errorf("a bad certificate gave %v, want an error naming --metrics-cert-dir", err)
+	}
+}
+
+func TestASelfSignedCertificateIsMadeAgainBeforeItExpires(t *testing.T) {
+	certs, err := newCertSource("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := certs.GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := certs.GetCertificate(nil); again != first {
+		t.Error("a certificate far from its expiry was made again")
+	}
+	first.Leaf.NotAfter = time.Now().Add(renewBefore - time.Hour)
+	renewed, err := certs.GetCertificate(nil)
+	if err != nil || renewed == first || time.Until(renewed.Leaf.NotAfter) < renewBefore {
+		t.Errorf("a certificate within %v of its expiry: %v, renewed until %v", renewBefore, err, renewed.Leaf.NotAfter)
 	}
 }

@@ -22,7 +22,7 @@ func List(ctx context.Context, c Clients, namespace string) ([]linv1.Installatio
 		if namespace == "" {
 			what = "Installations in every namespace"
 		}
-		return nil, explain(err, what)
+		return nil, explain(err, "read", what)
 	}
 	return list.Items, nil
 }

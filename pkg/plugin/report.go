@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -17,9 +18,9 @@ import (
 	"lin.dev/lin-operator/pkg/resources"
 )
 
-// operatorSelector selects the operator's Deployment and pods, as deploy/
-// and the chart label them.
-const operatorSelector = "app.kubernetes.io/name=lin-operator"
+// OperatorSelector selects the operator's Deployment and pods, as deploy/
+// and the chart (without nameOverride) label them.
+const OperatorSelector = "app.kubernetes.io/name=lin-operator"
 
 // logLines is how many of the last lines of each operator container's log
 // a report holds.
@@ -32,6 +33,9 @@ type Report struct {
 	// OperatorNamespace, if set, is where the operator runs: its
 	// Deployment, pods and logs go in the bundle too.
 	OperatorNamespace string
+	// OperatorSelector selects the operator's Deployment and pods there;
+	// empty: OperatorSelector.
+	OperatorSelector string
 	// PluginVersion is this binary's version.
 	PluginVersion string
 	// Now names the bundle's time.
@@ -42,7 +46,8 @@ type Report struct {
 // and their events, the ConfigMaps it renders, the operator's Deployment,
 // pods and recent logs, and the versions. It never reads a Secret: an
 // environment variable or volume that uses one is in the pod specs as the
-// reference it is.
+// reference it is. What the spec holds inline (an env value) and what the
+// logs hold goes in as it is.
 func (r Report) Write(ctx context.Context, c Clients, w io.Writer) error {
 	snap, err := Gather(ctx, c, r.Namespace, r.Name)
 	if err != nil {
@@ -59,7 +64,7 @@ func (r Report) Write(ctx context.Context, c Clients, w io.Writer) error {
 	b.yaml("events.yaml", snap.Events)
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(resources.Labels(snap.Installation)).String()}
 	if cms, err := c.Kube.CoreV1().ConfigMaps(r.Namespace).List(ctx, opts); err != nil {
-		b.text("configmaps.error.txt", explain(err, "ConfigMaps").Error()+"\n")
+		b.text("configmaps.error.txt", explain(err, "read", "ConfigMaps").Error()+"\n")
 	} else {
 		b.yaml("configmaps.yaml", cms.Items)
 	}
@@ -85,11 +90,11 @@ func (r Report) Write(ctx context.Context, c Clients, w io.Writer) error {
 // operator adds the operator's Deployments, pods and logs to b, and returns
 // the lines of versions.txt that name its images.
 func (r Report) operator(ctx context.Context, c Clients, b *bundle) string {
-	opts := metav1.ListOptions{LabelSelector: operatorSelector}
+	opts := metav1.ListOptions{LabelSelector: cmp.Or(r.OperatorSelector, OperatorSelector)}
 	var versions string
 	deployments, err := c.Kube.AppsV1().Deployments(r.OperatorNamespace).List(ctx, opts)
 	if err != nil {
-		b.text("operator/deployments.error.txt", explain(err, "the operator's Deployments").Error()+"\n")
+		b.text("operator/deployments.error.txt", explain(err, "read", "the operator's Deployments").Error()+"\n")
 	} else {
 		b.yaml("operator/deployments.yaml", deployments.Items)
 		for _, d := range deployments.Items {
@@ -100,7 +105,7 @@ func (r Report) operator(ctx context.Context, c Clients, b *bundle) string {
 	}
 	pods, err := c.Kube.CoreV1().Pods(r.OperatorNamespace).List(ctx, opts)
 	if err != nil {
-		b.text("operator/pods.error.txt", explain(err, "the operator's pods").Error()+"\n")
+		b.text("operator/pods.error.txt", explain(err, "read", "the operator's pods").Error()+"\n")
 		return versions
 	}
 	b.yaml("operator/pods.yaml", pods.Items)

@@ -47,39 +47,39 @@ type Snapshot struct {
 	Events []corev1.Event `json:"events"`
 }
 
-// Gather reads the Installation namespace/name and its children: one GET
-// and six LISTs of the namespace by the Installation's label, and one LIST
-// of the namespace's events.
+// Gather reads the Installation namespace/name and its children: one GET,
+// five LISTs of the namespace by the Installation's label, and one LIST of
+// the namespace's events.
 func Gather(ctx context.Context, c Clients, namespace, name string) (*Snapshot, error) {
 	inst, err := c.Lin.LinV1().Installations(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, explain(err, installationName(namespace, name))
+		return nil, explain(err, "read", installationName(namespace, name))
 	}
 	s := &Snapshot{Installation: inst}
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(resources.SelectorLabels(inst)).String()}
 	sets, err := c.Kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
 	if err != nil {
-		return nil, explain(err, "StatefulSets")
+		return nil, explain(err, "read", "StatefulSets")
 	}
 	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
 	if err != nil {
-		return nil, explain(err, "pods")
+		return nil, explain(err, "read", "pods")
 	}
 	claims, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
 	if err != nil {
-		return nil, explain(err, "PersistentVolumeClaims")
+		return nil, explain(err, "read", "PersistentVolumeClaims")
 	}
 	budgets, err := c.Kube.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, opts)
 	if err != nil {
-		return nil, explain(err, "PodDisruptionBudgets")
+		return nil, explain(err, "read", "PodDisruptionBudgets")
 	}
 	services, err := c.Kube.CoreV1().Services(namespace).List(ctx, opts)
 	if err != nil {
-		return nil, explain(err, "Services")
+		return nil, explain(err, "read", "Services")
 	}
 	events, err := c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, explain(err, "events")
+		return nil, explain(err, "read", "events")
 	}
 	s.StatefulSets, s.Pods, s.Claims = sets.Items, pods.Items, claims.Items
 	s.Budgets, s.Services = budgets.Items, services.Items
@@ -137,15 +137,15 @@ func eventTime(e corev1.Event) metav1.Time {
 	}
 }
 
-// explain turns an API error about what into one line that names what is
-// missing or refused.
-func explain(err error, what string) error {
+// explain turns an API error about what, met when it was to verb (read,
+// patch) it, into one line that names what is missing or refused.
+func explain(err error, verb, what string) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s not found", what)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("no permission to read %s: %v", what, err)
+		return fmt.Errorf("no permission to %s %s: %v", verb, what, err)
 	default:
-		return fmt.Errorf("reading %s: %w", what, err)
+		return fmt.Errorf("%s %s: %w", verb, what, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -53,11 +52,7 @@ func mergePatch(ctx context.Context, cl Clients, namespace, name string, patch m
 	_, err = cl.Lin.LinV1().Installations(namespace).Patch(ctx, name, types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
-		what := installationName(namespace, name)
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("no permission to patch %s: %v", what, err)
-		}
-		return explain(err, what)
+		return explain(err, "patch", installationName(namespace, name))
 	}
 	return nil
 }
@@ -68,8 +63,7 @@ func installationName(namespace, name string) string {
 }
 
 // restartFormat writes restart times: RFC 3339 in UTC with milliseconds,
-// fixed in width, so that the later of two sorts after the other, as the
-// operator compares them, and two restarts in one second differ.
+// so that two restarts in one second differ.
 const restartFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Restart asks for a rolling restart of the Installation namespace/name at
@@ -81,14 +75,24 @@ func Restart(ctx context.Context, cl Clients, namespace, name string, shard *int
 	what := installationName(namespace, name)
 	inst, err := cl.Lin.LinV1().Installations(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", explain(err, what)
+		return "", explain(err, "read", what)
 	}
-	key, which := resources.AnnotationRestartedAt, "every shard"
+	key, which, shards := resources.AnnotationRestartedAt, "every shard", []int32{}
+	for i := range resources.Shards(inst) {
+		shards = append(shards, i)
+	}
 	if shard != nil {
 		if n := resources.Shards(inst); *shard < 0 || *shard >= n {
 			return "", fmt.Errorf("--shard %d: %s has shards 0 to %d", *shard, what, n-1)
 		}
-		key, which = resources.ShardRestartAnnotation(*shard), fmt.Sprintf("shard %d", *shard)
+		key, which, shards = resources.ShardRestartAnnotation(*shard), fmt.Sprintf("shard %d", *shard), []int32{*shard}
+	}
+	// After the restarts asked before, even by a client whose clock is
+	// ahead of this one's: the operator applies the later time.
+	for _, i := range shards {
+		if _, last := resources.RestartedAt(inst, i); !now.After(last) {
+			now = last.Add(time.Millisecond)
+		}
 	}
 	at := now.UTC().Format(restartFormat)
 	if err := mergePatch(ctx, cl, namespace, name, map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: at}}}); err != nil {

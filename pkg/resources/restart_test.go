@@ -35,6 +35,14 @@ func TestRestartAnnotationsChangeOnlyTheShardsTheyName(t *testing.T) {
 			[3]string{earlier, later, earlier}},
 		{"every shard after shard 1", map[string]string{resources.AnnotationRestartedAt: later, resources.ShardRestartAnnotation(1): earlier},
 			[3]string{later, later, later}},
+		// Compared as times: half a second later wins, though as a string
+		// it sorts first ("." before "Z"); so does a time in another zone.
+		{"times, not strings", map[string]string{resources.AnnotationRestartedAt: "2026-12-05T10:00:01Z",
+			resources.ShardRestartAnnotation(1): "2026-12-05T10:00:01.500Z", resources.ShardRestartAnnotation(2): "2026-12-05T11:00:02+01:00"},
+			[3]string{"2026-12-05T10:00:01Z", "2026-12-05T10:00:01.500Z", "2026-12-05T11:00:02+01:00"}},
+		{"a value that is no time applies alone", map[string]string{resources.ShardRestartAnnotation(2): "now"}, [3]string{"", "", "now"}},
+		{"a value that is no time loses to a time", map[string]string{resources.AnnotationRestartedAt: earlier, resources.ShardRestartAnnotation(2): "now"},
+			[3]string{earlier, earlier, earlier}},
 	} {
 		c := render(t, newInstallation(threeShards, func(i *linv1.Installation) { i.Annotations = tc.annotations }))
 		for s, sts := range c.StatefulSets {

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,11 +66,25 @@ func HoldTemplate(desired, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	return held
 }
 
-// restartedAt is the restart that shard's pods must have had: the later of
+// RestartedAt is the restart that shard's pods must have had: the later of
 // the Installation's restart annotations for every shard and for this one,
-// or "" when it has neither, which leaves the template as it was.
-func restartedAt(inst *linv1.Installation, shard int32) string {
-	return max(inst.Annotations[AnnotationRestartedAt], inst.Annotations[ShardRestartAnnotation(shard)])
+// as written and as a time, or "" when it has neither, which leaves the
+// template as it was. The values are compared as RFC 3339 times; one that
+// is not a time counts as the earliest, so that it still applies alone.
+func RestartedAt(inst *linv1.Installation, shard int32) (string, time.Time) {
+	var at string
+	var when time.Time
+	for _, key := range []string{AnnotationRestartedAt, ShardRestartAnnotation(shard)} {
+		v := inst.Annotations[key]
+		if v == "" {
+			continue
+		}
+		t, _ := time.Parse(time.RFC3339Nano, v)
+		if at == "" || !t.Before(when) {
+			at, when = v, t
+		}
+	}
+	return at, when
 }
 
 // podManagementPolicy is spec.podManagementPolicy with its default.
@@ -111,7 +126,7 @@ func newClaimTemplate(inst *linv1.Installation, shard int32, s *linv1.StorageSpe
 func newPodTemplate(inst *linv1.Installation, shard int32) corev1.PodTemplateSpec {
 	p := inst.Spec.Pod
 	annotations := mergeMaps(p.Annotations, map[string]string{AnnotationConfigHash: ConfigHash(inst)})
-	if at := restartedAt(inst, shard); at != "" {
+	if at, _ := RestartedAt(inst, shard); at != "" {
 		annotations[AnnotationRestartedAt] = at
 	}
 	return corev1.PodTemplateSpec{

@@ -15,10 +15,6 @@ import (
 
 	promconfig "github.com/prometheus/common/config"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/transport"
 	certutil "k8s.io/client-go/util/cert"
 
@@ -43,7 +39,7 @@ func setUpScraper(t *testing.T) {
 	t.Helper()
 	install(t)
 	scraperOnce.Do(func() {
-		scraperToken = serviceAccountToken(t, systemNamespace, "metrics-scraper", metricsReader)
+		scraperToken = harness.ScraperToken(t, testEnv.Client, systemNamespace, "metrics-scraper", metricsReader)
 		scraper = tokenClient(scraperToken)
 	})
 	if scraper == nil {
@@ -59,28 +55,6 @@ func tokenClient(token string) *http.Client {
 		rt = transport.NewBearerAuthRoundTripper(token, rt)
 	}
 	return &http.Client{Transport: rt}
-}
-
-// serviceAccountToken creates the ServiceAccount namespace/name, binds it to
-// clusterRole unless that is empty, and returns a token of it.
-func serviceAccountToken(t *testing.T, namespace, name, clusterRole string) string {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	if _, err := testEnv.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if clusterRole != "" {
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
-		}
-		if _, err := testEnv.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	return harness.ServiceAccountToken(t, testEnv.Client, namespace, name)
 }
 
 // TestMetricsLetInOnlyWhomRBACAllows scrapes an operator that runs as the
@@ -102,7 +76,7 @@ func TestMetricsLetInOnlyWhomRBACAllows(t *testing.T) {
 	}{
 		{"no token", tokenClient(""), http.StatusUnauthorized},
 		{"a token the API server never issued", tokenClient("not-a-token"), http.StatusUnauthorized},
-		{"a ServiceAccount with no role", tokenClient(serviceAccountToken(t, ns, "nobody", "")), http.StatusForbidden},
+		{"a ServiceAccount with no role", tokenClient(harness.ScraperToken(t, testEnv.Client, ns, "nobody", "")), http.StatusForbidden},
 		{"a ServiceAccount bound to " + metricsReader, scraper, http.StatusOK},
 	} {
 		code, body, err := get(t.Context(), c.client, url)
@@ -146,8 +120,9 @@ func TestMetricsLetInOnlyWhomRBACAllows(t *testing.T) {
 	}
 
 	// Plain HTTP to the HTTPS port is refused by the TLS server.
-	if code, _, err := get(t.Context(), http.DefaultClient, strings.Replace(url, "https://", "http://", 1)); err == nil && code == http.StatusOK {
-		t.Errorf("GET over plain HTTP = %d, want a refusal", code)
+	if code, body, err := get(t.Context(), http.DefaultClient, strings.Replace(url, "https://", "http://", 1)); err != nil ||
+		code != http.StatusBadRequest || !strings.Contains(body, "HTTP request to an HTTPS server") {
+		t.Errorf("GET over plain HTTP = %d %q %v, want 400 from the TLS server", code, body, err)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body, err := get(t.Context(), http.DefaultClient, op.healthURL+path); err != nil || code != http.StatusOK {
@@ -216,7 +191,7 @@ func TestAScrapeWithTheServiceMonitorsSettingsGetsIn(t *testing.T) {
 	op := startLeader(t, "servicemonitor", ns, "servicemonitor-test")
 	// The file that Prometheus' pod mounts at ep.BearerTokenFile.
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(serviceAccountToken(t, ns, "prometheus", metricsReader)), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(harness.ScraperToken(t, testEnv.Client, ns, "prometheus", metricsReader)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := promconfig.HTTPClientConfig{

@@ -74,6 +74,7 @@ func TestTheSchemaRefusesBadValuesNamingThem(t *testing.T) {
 		{"metrics.port=70000", "/metrics/port"},
 		{"metrics.certSecret=Bad_Name", "/metrics/certSecret"},
 		{"metrics.secure=yes", "/metrics/secure"},
+		{"metrics.secure=false,metrics.certSecret=metrics-cert", "metrics.certSecret serves /metrics over HTTPS: it needs metrics.secure"},
 		{"extraArgs={workers}", "/extraArgs/0"},
 		{"replica=3", "additional properties 'replica' not allowed"},
 		{"networkPolicy.apiServer.ports={0}", "/networkPolicy/apiServer/ports/0"},

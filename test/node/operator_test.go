@@ -17,7 +17,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -240,27 +239,17 @@ func scrapeMetrics(t *testing.T, namespace, leader string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: namespace}}
-	if _, err := cluster.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-prometheus"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: operatorName + "-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: namespace}},
-	}
-	if _, err := cluster.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	token := harness.ScraperToken(t, cluster.Client, namespace, "prometheus", operatorName+"-metrics-reader")
 	defer func() {
-		if err := cluster.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}); err != nil {
+		if err := cluster.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), namespace+"-prometheus", metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
 		}
 	}()
-	token := harness.ServiceAccountToken(t, cluster.Client, namespace, sa.Name)
 	url := "https://" + net.JoinHostPort(pod.Status.PodIP, "8443") + "/metrics"
 	// The certificate is self-signed, as the ServiceMonitor expects.
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
 	scrape := func(token string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

@@ -27,10 +27,8 @@ import (
 // a restart of one shard, which replaces that shard's pods and no other.
 func TestKubectlLinOnRealPods(t *testing.T) {
 	bin := t.TempDir()
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(bin, "kubectl-lin"), "./cmd/kubectl-lin")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-lin: %v\n%s", err, out)
+	if _, err := harness.BuildKubectlLin(repoRoot, bin); err != nil {
+		t.Fatal(err)
 	}
 	kubectlLin := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), filepath.Join(cluster.BinDir, "kubectl"),
@@ -77,8 +75,9 @@ func TestKubectlLinOnRealPods(t *testing.T) {
 	harness.Eventually(t, timeout, "shard 2's pods to be replaced and Ready", func(ctx context.Context) (bool, error) {
 		after := podUIDsByShard(t, ns)
 		for name, uid := range before {
-			if strings.HasPrefix(name, "demo-2-") == (after[name] == uid) {
-				return false, fmt.Errorf("pods before %v, now %v: want shard 2's alone replaced", before, after)
+			replaced := after[name] != "" && after[name] != uid
+			if strings.HasPrefix(name, "demo-2-") != replaced || after[name] == "" {
+				return false, fmt.Errorf("Ready pods before %v, now %v: want shard 2's alone replaced, and Ready", before, after)
 			}
 		}
 		i, err := lin.LinV1().Installations(ns).Get(ctx, "demo", metav1.GetOptions{})

@@ -65,10 +65,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(bin)
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "kubectl-lin"), "./cmd/kubectl-lin")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kubectl-lin: %v\n%s", err, out)
+	if _, err := harness.BuildKubectlLin(root, bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
@@ -318,6 +316,13 @@ func TestReportBundlesWhatSupportNeedsAndNoSecret(t *testing.T) {
 			t.Errorf("the bundle has no %s", want)
 		}
 	}
+	for file, want := range map[string]string{"configmaps.yaml": "name: demo-topology", "operator/pods.yaml": "name: lin-operator-",
+		"statefulsets.yaml": "name: demo-0", "poddisruptionbudgets.yaml": "name: demo-0",
+		"services.yaml": "name: demo-headless", "installation.yaml": "name: demo"} {
+		if !strings.Contains(files[dir+file], want) {
+			t.Errorf("the bundle's %s lacks %q:\n%.300s", file, want, files[dir+file])
+		}
+	}
 	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, dir+"operator/logs/lin-operator-") }) {
 		t.Error("the bundle has no file for the operator pod's log")
 	}
@@ -370,6 +375,27 @@ func untar(t *testing.T, path string) map[string]string {
 	}
 }
 
+// waitSettled waits until every StatefulSet in ns has all its pods on its
+// current template and Ready: a restart changes no generation, so the
+// Installation's phase alone cannot tell that it is done.
+func waitSettled(t *testing.T, ns string) {
+	t.Helper()
+	harness.Eventually(t, timeout, "the StatefulSets to settle", func(ctx context.Context) (bool, error) {
+		sets, err := testEnv.Client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range sets.Items {
+			st := s.Status
+			if st.ObservedGeneration != s.Generation || st.UpdateRevision != st.CurrentRevision || st.UpdatedReplicas != *s.Spec.Replicas ||
+				st.ReadyReplicas != *s.Spec.Replicas {
+				return false, fmt.Errorf("StatefulSet %s: %+v", s.Name, st)
+			}
+		}
+		return true, nil
+	})
+}
+
 // restartedAt returns each shard's restart annotation in its pod template,
 // by StatefulSet name.
 func restartedAt(t *testing.T, ns string) map[string]string {
@@ -410,14 +436,19 @@ func TestRestartRollsThePodsThroughTheOperator(t *testing.T) {
 		}
 		return true, nil
 	})
-	harness.WaitPhase(t, linClient, ns, "demo", linv1.PhaseReady, timeout)
+	waitSettled(t, ns)
 
 	out = mustKubectl(t, "lin", "restart", "demo", "--shard", "1", "-n", ns)
 	t.Logf("kubectl lin restart demo --shard 1: %s", strings.TrimSpace(out))
+	inst, err = linClient.LinV1().Installations(ns).Get(t.Context(), "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := inst.Annotations[resources.ShardRestartAnnotation(1)]
 	harness.Eventually(t, timeout, "shard 1's template alone to carry its restart", func(context.Context) (bool, error) {
 		got := restartedAt(t, ns)
-		if got["demo-1"] == all || got["demo-0"] != all || got["demo-2"] != all {
-			return false, fmt.Errorf("templates' restarts: %v, want a later one on demo-1 alone", got)
+		if one == "" || got["demo-1"] != one || got["demo-0"] != all || got["demo-2"] != all {
+			return false, fmt.Errorf("templates' restarts: %v, want %q on demo-1 alone", got, one)
 		}
 		return true, nil
 	})
