@@ -118,11 +118,13 @@ bench: tools
 	@mkdir -p $(dir $(BENCH_PROFILE))
 	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) run ./cmd/bench -cpuprofile $(BENCH_PROFILE) $(BENCH_ARGS)
 
-## verify: generated code up to date, gofmt, go vet, tidy modules.
+## verify: generated code up to date, gofmt, go vet (of the benchmark's
+## controller-runtime peer too, a module of its own), tidy modules.
 verify:
 	hack/verify-codegen.sh
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) vet ./...
+	cd cmd/bench/peer && $(GO) vet ./...
 	hack/verify-tidy.sh
 
 ## generate: regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
+	"lin.dev/lin-operator/cmd/bench/measured"
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/client/clientset/versioned"
 	"lin.dev/lin-operator/pkg/operator"
@@ -40,8 +37,11 @@ type bench struct {
 	// Installations and play the floor, which the API server alone bounds.
 	kube kubernetes.Interface
 	lin  versioned.Interface
-	// namespaces numbers the namespaces made so far.
-	namespaces int
+	// namespaces numbers the namespaces made so far, children the
+	// contenders' processes started.
+	namespaces, children int
+	// peerBinary is the controller-runtime peer's program.
+	peerBinary string
 }
 
 // newBench makes the unlimited clients of a started control plane.
@@ -80,29 +80,6 @@ func restConfig(base *rest.Config, qps float64, burst int) *rest.Config {
 	cfg.UserAgent = operator.Component
 	cfg.Timeout = 30 * time.Second
 	return cfg
-}
-
-// startOperator runs the operator in this process on ns with a resync
-// period, and returns once its caches have synced, with the time that took.
-func (b *bench) startOperator(ctx context.Context, ns string, resync time.Duration) (*harness.Operator, time.Duration, error) {
-	began := time.Now()
-	var op *harness.Operator
-	var err error
-	withOperatorLabel(func() {
-		op, err = harness.RunOperator(restConfig(b.env.Config, b.o.qps, b.o.burst), operator.Config{
-			Namespaces: []string{ns}, Workers: b.o.workers, ResyncPeriod: resync, ClusterDomain: clusterDomain,
-		})
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return op.Controller.HasSynced(), nil
-	})
-	if err != nil {
-		return nil, 0, errors.Join(fmt.Errorf("waiting for the operator's caches: %w", err), op.Stop())
-	}
-	return op, time.Since(began), nil
 }
 
 // childInformers is a factory of informers on the operator's children in ns,
@@ -147,12 +124,19 @@ func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, 
 	return first
 }
 
-// quiet waits until counter has seen no request for a second, so that the
-// retries and late writes of a run are counted with it.
-func quiet(ctx context.Context, counter *harness.RequestCounter) error {
-	last, since := counter.Snapshot(), time.Now()
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, false, func(context.Context) (bool, error) {
-		now := counter.Snapshot()
+// quiet waits until the child has made no request for a second, so that
+// the retries and late writes of a run are counted with it.
+func quiet(ctx context.Context, ch *child) error {
+	last, err := ch.requests(ctx)
+	if err != nil {
+		return err
+	}
+	since := time.Now()
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, false, func(ctx context.Context) (bool, error) {
+		now, err := ch.requests(ctx)
+		if err != nil {
+			return false, err
+		}
 		if !maps.Equal(now, last) {
 			last, since = now, time.Now()
 		}
@@ -166,35 +150,11 @@ func quiet(ctx context.Context, counter *harness.RequestCounter) error {
 func (b *bench) controlPlaneCPU() (time.Duration, error) {
 	var sum time.Duration
 	for _, p := range b.env.Processes() {
-		d, err := cpuTime(p.Pid)
+		d, err := measured.CPUTime(p.Pid)
 		if err != nil {
 			return 0, err
 		}
 		sum += d
 	}
 	return sum, nil
-}
-
-// cpuTime reads the user and system time of a process from /proc/<pid>/stat,
-// whose times are in ticks of 1/100 s on every Linux.
-func cpuTime(pid int) (time.Duration, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may hold spaces; the fields after it
-	// start with the third, so utime and stime (14 and 15) are at 11 and 12.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat has %d fields after the name", pid, len(fields))
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }

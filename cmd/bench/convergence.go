@@ -21,9 +21,10 @@ type convergence struct {
 	// ChildrenPerSecond is the number of children made per second.
 	ChildrenPerSecond float64 `json:"childrenPerSecond"`
 	// ControlPlaneCPUSeconds is the CPU time etcd and kube-apiserver spent
-	// meanwhile.
+	// meanwhile, and ProcessCPUSeconds the contender's own.
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
-	// Requests are the operator's requests after its caches synced (the
+	ProcessCPUSeconds      float64 `json:"processCPUSeconds"`
+	// Requests are the contender's requests after its caches synced (the
 	// namespace was empty then), until it had been quiet for a second.
 	Requests map[string]int `json:"requests"`
 	// Conflicts are the requests of Requests refused with 409 Conflict.
@@ -43,16 +44,21 @@ type convergence struct {
 	DryRunsPerInstallation float64 `json:"dryRunsPerInstallation"`
 }
 
-// converge creates n Installations of shards shards in ns, which op watches
-// and which is empty, on as many goroutines as the operator has workers, and
-// times the operator until they have converged.
-func (b *bench) converge(ctx context.Context, op *harness.Operator, ns string, n, shards int) (convergence, error) {
+// converge creates n Installations of shards shards in ns, which the
+// contender ch watches and which is empty, on as many goroutines as it has
+// workers, and times it until they have converged.
+func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards int) (convergence, error) {
 	t := b.newTracker(ctx, ns, n)
 	defer t.stop()
-	before := op.Requests.Snapshot()
-	conflictsBefore := op.Requests.Conflicts()
-
+	before, err := ch.stats.Get(ctx, false, "")
+	if err != nil {
+		return convergence{}, err
+	}
 	cpuBefore, err := b.controlPlaneCPU()
+	if err != nil {
+		return convergence{}, err
+	}
+	ownBefore, err := ch.cpu()
 	if err != nil {
 		return convergence{}, err
 	}
@@ -74,20 +80,29 @@ func (b *bench) converge(ctx context.Context, op *harness.Operator, ns string, n
 	if err != nil {
 		return convergence{}, err
 	}
+	own, err := ch.cpu()
+	if err != nil {
+		return convergence{}, err
+	}
 	if err := b.childrenComplete(ctx, ns, n, shards); err != nil {
 		return convergence{}, err
 	}
-	if err := quiet(ctx, op.Requests); err != nil {
+	if err := quiet(ctx, ch); err != nil {
+		return convergence{}, err
+	}
+	after, err := ch.stats.Get(ctx, false, "")
+	if err != nil {
 		return convergence{}, err
 	}
 	elapsed := doneAt.Sub(began)
-	requests := op.Requests.Since(before)
+	requests := harness.Diff(after.Requests, before.Requests)
 	return convergence{
 		Seconds:                elapsed.Seconds(),
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
 		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
+		ProcessCPUSeconds:      (own - ownBefore).Seconds(),
 		Requests:               requests,
-		Conflicts:              harness.Diff(op.Requests.Conflicts(), conflictsBefore),
+		Conflicts:              harness.Diff(after.Conflicts, before.Conflicts),
 		Reads:                  total(harness.Reads(requests)),
 		WritesPerInstallation:  float64(total(harness.Writes(requests))) / float64(n),
 		ExpectedWrites:         childrenPer(shards) + 1,

@@ -39,10 +39,13 @@ type editLatency struct {
 
 // latency changes the image of Installations in ns one at a time, spread
 // over all n, and times each until shard 0's StatefulSet carries the new image.
-func (b *bench) latency(ctx context.Context, op *harness.Operator, ns string, n, shards int) (editLatency, error) {
+func (b *bench) latency(ctx context.Context, ch *child, ns string, n, shards int) (editLatency, error) {
 	w := b.watchImages(ctx, ns)
 	defer w.stop()
-	before := op.Requests.Snapshot()
+	before, err := ch.requests(ctx)
+	if err != nil {
+		return editLatency{}, err
+	}
 	samples := make([]time.Duration, 0, b.o.latencySamples)
 	for i := range b.o.latencySamples {
 		name := installationName(i * n / b.o.latencySamples)
@@ -61,11 +64,15 @@ func (b *bench) latency(ctx context.Context, op *harness.Operator, ns string, n,
 			return editLatency{}, fmt.Errorf("StatefulSet %s-0 did not get image %s within a minute", name, image)
 		}
 	}
-	if err := quiet(ctx, op.Requests); err != nil {
+	if err := quiet(ctx, ch); err != nil {
+		return editLatency{}, err
+	}
+	after, err := ch.requests(ctx)
+	if err != nil {
 		return editLatency{}, err
 	}
 	slices.Sort(samples)
-	requests := op.Requests.Since(before)
+	requests := harness.Diff(after, before)
 	return editLatency{
 		Samples:        len(samples),
 		P50Ms:          ms(percentile(samples, 0.50)),

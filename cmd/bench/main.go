@@ -1,13 +1,16 @@
-// Command bench measures lin-operator against a local control plane
+// Command bench measures lin-operator, and its peer written with
+// controller-runtime (cmd/bench/peer), against a local control plane
 // (kube-apiserver, and etcd syncing every write to disk, which is what bounds
-// the rate of writes): how fast it converges N Installations next to a plain
+// the rate of writes): how fast each converges N Installations next to a plain
 // client writing the same objects, which requests it makes, what it writes in
 // steady state and on a restart, how long an edit takes to reach a
-// StatefulSet, and how much memory it holds with and without the dropping of
-// managedFields and the label filter. It writes docs/benchmarks.md and docs/benchmarks.json.
+// StatefulSet, and how much memory and CPU it takes, the operator's memory
+// also without the dropping of managedFields and the label filter. Each
+// contender runs in a process of its own. It writes docs/benchmarks.md and
+// docs/benchmarks.json.
 //
 // `make bench` runs it with the defaults and a CPU profile; `go run
-// ./cmd/bench -runs 50:1` is a quick check.
+// ./cmd/bench -runs 50:1 -rounds 1` is a quick check.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -36,11 +40,11 @@ func main() {
 	o.bind(flag.CommandLine)
 	flag.Parse()
 	if o.child.enabled {
-		if o.child.heapProfile != "" {
+		if o.child.heapProfile {
 			// Every allocation, so that the profile accounts for all that is held.
 			runtime.MemProfileRate = 1
 		}
-		if err := runMemoryChild(o); err != nil {
+		if err := runOperatorChild(o); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -58,16 +62,27 @@ func main() {
 	}
 }
 
-// benchmark runs every size and layout, each phase on a control plane of
-// its own, and writes the report.
+// benchmark builds the peer, runs every size and layout, each phase on a
+// control plane of its own, and writes the report.
 func benchmark(ctx context.Context, o options) error {
 	rep := newReport(o)
 	runs := o.runs
 	if o.large {
 		runs = append(runs, runSize{N: 10000, Shards: 1})
 	}
+	var peer string
+	if o.peer {
+		dir, err := os.MkdirTemp("", "lin-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if peer, err = buildPeer(o.peerDir, dir); err != nil {
+			return err
+		}
+	}
 	for _, size := range runs {
-		r, err := measure(ctx, o, size)
+		r, err := measure(ctx, o, peer, size)
 		if err != nil {
 			return fmt.Errorf("n=%d shards=%d: %w", size.N, size.Shards, err)
 		}
@@ -78,40 +93,86 @@ func benchmark(ctx context.Context, o options) error {
 	return rep.write(o.markdown, o.jsonPath)
 }
 
-// measure measures one size: the floor, the operator, and the floor again,
-// each on a control plane of its own, so that the three start alike. An API
-// server and etcd that hold more objects serve each request more slowly
-// (the ClusterIP allocator, for one, counts every address it gave on each
-// Service it makes): on one control plane the operator would start where
-// the first floor left off, and the second floor where the operator did.
-func measure(ctx context.Context, o options, size runSize) (r run, err error) {
-	var first, second floorResult
-	floor := func(f *floorResult) func(b *bench) error {
-		return func(b *bench) (err error) {
-			*f, err = b.timedFloor(ctx, size.N, size.Shards)
-			return err
+// buildPeer builds the controller-runtime peer of the module in dir into
+// out, and returns the binary's path.
+func buildPeer(dir, out string) (string, error) {
+	logf("building the controller-runtime peer in %s", dir)
+	bin := filepath.Join(out, "peer")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd")
+	cmd.Dir = dir
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the peer in %s: %w\n%s", dir, err, output)
+	}
+	return bin, nil
+}
+
+// measure measures one size in rounds: in each, the floor, every
+// contender, and the floor again, each on a control plane of its own, so
+// that they start alike. An API server and etcd that hold more objects
+// serve each request more slowly (the ClusterIP allocator, for one, counts
+// every address it gave on each Service it makes): on one control plane
+// the operator would start where the first floor left off, and the second
+// floor where the operator did. The first round measures every figure; the
+// others, at N=ratioN, convergence alone.
+func measure(ctx context.Context, o options, peer string, size runSize) (r run, err error) {
+	r = run{N: size.N, Shards: size.Shards}
+	rounds := 1
+	if size.N == ratioN {
+		rounds = o.rounds
+	}
+	for i := range rounds {
+		var rd round
+		var first, second floorResult
+		floor := func(f *floorResult) func(b *bench) error {
+			return func(b *bench) (err error) {
+				*f, err = b.timedFloor(ctx, size.N, size.Shards)
+				return err
+			}
 		}
+		if err := onNewControlPlane(ctx, o, peer, floor(&first)); err != nil {
+			return r, err
+		}
+		for _, c := range o.contenders() {
+			var conv convergence
+			err := onNewControlPlane(ctx, o, peer, func(b *bench) (err error) {
+				if i > 0 {
+					conv, err = b.convergeOnly(ctx, c, size)
+					return err
+				}
+				withMemory := o.memory && size.Shards == 1
+				withProfile := c == theOperator && o.cpuProfile != "" && size == runSize{o.profileN, 1}
+				res, prof, err := b.runOne(ctx, c, size, withMemory, withProfile)
+				conv = res.Convergence
+				if c == thePeer {
+					r.Peer = &res
+				} else {
+					r.Operator, r.Profile = res, prof
+				}
+				return err
+			})
+			if err != nil {
+				return r, err
+			}
+			if c == thePeer {
+				rd.Peer = &conv
+			} else {
+				rd.Operator = conv
+			}
+		}
+		if err := onNewControlPlane(ctx, o, peer, floor(&second)); err != nil {
+			return r, err
+		}
+		rd.setFloor(first, second)
+		r.Rounds = append(r.Rounds, rd)
+		logf("n=%d shards=%d: round %d of %d done", size.N, size.Shards, i+1, rounds)
 	}
-	if err := onNewControlPlane(ctx, o, floor(&first)); err != nil {
-		return r, err
-	}
-	err = onNewControlPlane(ctx, o, func(b *bench) (err error) {
-		r, err = b.runOne(ctx, size, o.memory && size.Shards == 1, o.cpuProfile != "" && size == runSize{o.profileN, 1})
-		return err
-	})
-	if err != nil {
-		return r, err
-	}
-	if err := onNewControlPlane(ctx, o, floor(&second)); err != nil {
-		return r, err
-	}
-	r.setFloor(first, second)
+	r.summarize()
 	return r, nil
 }
 
 // onNewControlPlane starts a control plane, runs fn with a bench on it and
 // stops it.
-func onNewControlPlane(ctx context.Context, o options, fn func(b *bench) error) (err error) {
+func onNewControlPlane(ctx context.Context, o options, peer string, fn func(b *bench) error) (err error) {
 	e, err := env.Start(ctx, env.Options{
 		Mode: env.APIServer, Fsync: true, ServiceClusterIPRange: "10.96.0.0/16", KeepDir: o.keepDir, Logf: logf,
 	})
@@ -119,12 +180,7 @@ func onNewControlPlane(ctx context.Context, o options, fn func(b *bench) error) 
 		return err
 	}
 	defer func() { err = errors.Join(err, e.Stop()) }()
-	operatorLog, err := logOperatorTo(filepath.Join(e.Dir, "logs", "operator.log"))
-	if err != nil {
-		return err
-	}
-	defer func() { klog.Flush(); err = errors.Join(err, operatorLog.Close()) }()
-	logf("control plane in %s (the operator's log is logs/operator.log there)", e.Dir)
+	logf("control plane in %s (the contenders' logs are in logs/ there)", e.Dir)
 	b, err := newBench(o, e)
 	if err != nil {
 		return err
@@ -134,23 +190,8 @@ func onNewControlPlane(ctx context.Context, o options, fn func(b *bench) error) 
 	if _, err := b.floor(ctx, 50, 1); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
+	b.peerBinary = peer
 	return fn(b)
-}
-
-// logOperatorTo sends the operator's klog output, errors included, to a
-// new file, so that its lines do not bury the benchmark's progress; the
-// caller closes it.
-func logOperatorTo(path string) (*os.File, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := flag.Set("stderrthreshold", "FATAL"); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	klog.LogToStderr(false)
-	klog.SetOutput(f)
-	return f, nil
 }
 
 // logf prints a progress line with the time since the start.

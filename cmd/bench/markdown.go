@@ -8,29 +8,38 @@ import (
 	"lin.dev/lin-operator/pkg/operator"
 )
 
-// method says how every figure is made; it opens the report. Its one verb
-// is the resync period of the restarted operator.
+// method says how every figure is made; it opens the report. Its verbs
+// are the rounds at N=ratioN and the resync period of the restarts.
 const method = `How each figure is made:
 
+- **Contenders**: lin-operator, and its peer written with controller-runtime
+  the kubebuilder way (cmd/bench/peer; its README says where each of its
+  choices comes from): the same children from pkg/resources, the same
+  status, one event per sync that changes something, as many workers. Each
+  runs in a process of its own, as in a cluster, started by the benchmark;
+  its own CPU time comes from /proc, and it serves its request counts and
+  memory to the benchmark on a Unix socket.
 - **Convergence**: in a fresh namespace the benchmark creates N Installations
   (the tests' small one: one replica, one port, one config file; S shards) on
-  as many goroutines as the operator has workers, and times from the first
+  as many goroutines as the contender has workers, and times from the first
   create until its own watch has seen every status.observedGeneration
-  current. The operator writes status after the children, so they exist
-  by then; the benchmark lists them afterwards to make sure.
-- **Floor**: a plain client-go writer in the same process writes, on as many
+  current. Both write status after the children, so they exist by then;
+  the benchmark lists them afterwards to make sure.
+- **Floor**: a plain client-go writer in the benchmark's process writes, on as many
   goroutines and with no client-side limit, what the converging run writes:
   each Installation, its children exactly as resources.NewChildren renders
   them, and the very status the operator's first sync writes, and is timed
-  the same way, until the benchmark's watch has seen every status. It runs
-  just before and just after the operator; the floor is their mean and
-  operator / floor the headline figure. Each of the three runs has a new
+  the same way, until the benchmark's watch has seen every status. In each
+  round it runs just before and just after the contenders; the floor is
+  their mean and contender / floor the headline figure. Each run has a new
   control plane of its own, warmed up alike, as a control plane that holds
   more objects serves each request more slowly (the ClusterIP allocator
   counts every address it gave on each Service it makes). Time on a shared machine is noisy:
   the CPU time that etcd and kube-apiserver spent in each run (from
   /proc) says, with far less noise, what each run cost the control plane.
-- **Requests**: counted at the operator's client transport by verb and
+  At N=%d there are %d rounds; the ratios are their medians, with the least
+  and the greatest.
+- **Requests**: counted at the contender's client transport by verb and
   resource, from the moment its caches synced (the namespace was empty)
   until it had been quiet for a second. The least writes an Installation
   needs are its children and one status update; events and server-side
@@ -38,26 +47,26 @@ const method = `How each figure is made:
 - **Latency**: after convergence, one Installation at a time, spread over
   all N, gets a new image; the time runs from the edit until the
   benchmark's watch sees the new image on the StatefulSet of shard 0. The
-  operator so far has the command's resync period (10 minutes): no resync
+  contender so far has the operator's default resync period (10 minutes): no resync
   falls in these runs.
-- **Restart and steady state**: then a new operator replaces it, with a
+- **Restart and steady state**: then a new process of the contender replaces it, with a
   resync period of %s. Its writes (events included) are counted from its
   start until its first resync (the first sync of every Installation falls
-  in there), then during three resync periods.
-- **Memory**: for each setting (all four at N=1000, as shipped at the
-  other N), a new process of the benchmark runs the
-  operator on the namespace until its caches synced and its first syncs
-  are done, then reports runtime.MemStats.HeapInuse after a forced GC and
-  VmRSS after memory went back to the OS. The namespace also holds
-  unrelated ConfigMaps and Services; it is measured before the
-  Installations exist (0) and after, in the runs of one shard. Per
-  Installation is the growth from 0 divided by N. The unrelated objects are
-  there from the start, so in those runs the operator also converges next
-  to them (its filter keeps them out of its caches); the floor's
-  namespaces hold none.
-- **Profile**: with -cpuprofile, the CPU profile of the operator's
-  goroutines (labelled apart from the benchmark's own) while it converges
-  and takes the edits, in the run of -profile-n Installations of one shard.
+  in there), then during three resync periods. Restart to synced runs from
+  the start of its process until the caches of every kind it watches synced.
+- **Memory**: for each setting (the operator's four at N=1000, as shipped
+  otherwise), a new process of the contender runs on the namespace until
+  its caches synced and its first syncs are done, then reports
+  runtime.MemStats.HeapInuse after a forced GC and VmRSS after memory went
+  back to the OS. The namespace also holds unrelated ConfigMaps and
+  Services; it is measured before the Installations exist (0) and after,
+  in the runs of one shard. Per Installation is the growth from 0 divided
+  by N. The unrelated objects are there from the start, so in those runs
+  the contenders also converge next to them (their label selectors keep
+  them out of the caches); the floor's namespaces hold none.
+- **Profile**: with -cpuprofile, the CPU profile of the operator's process
+  while it converges and takes the edits, in the run of -profile-n
+  Installations of one shard.
 `
 
 // intro writes the title, where and how the run took place, and the method.
@@ -71,51 +80,157 @@ func (r *report) intro(b *strings.Builder) {
 		defaults = "not the command's defaults"
 	}
 	fmt.Fprintf(b, "Control plane: %s, started by test/env; nothing acts on StatefulSets, so status stays Pending. "+
-		"The operator runs in the benchmark's process with %d workers, QPS %g and burst %d (%s), and asks for no gzip, "+
-		"as the command does by default; so do the floor and the benchmark's watch.\n\n%s\n",
-		s.ControlPlane, s.Workers, s.QPS, s.Burst, defaults, fmt.Sprintf(method, fmt.Sprint(s.ResyncSeconds)+"s"))
+		"The operator runs with %d workers, QPS %g and burst %d (%s), and asks for no gzip, "+
+		"as the command does by default; so do the floor and the benchmark's watch. The peer runs with as many "+
+		"workers and controller-runtime's client defaults: no client-side rate limit, protobuf for Kubernetes' kinds.\n\n%s\n",
+		s.ControlPlane, s.Workers, s.QPS, s.Burst, defaults,
+		fmt.Sprintf(method, ratioN, s.Rounds, fmt.Sprint(s.ResyncSeconds)+"s"))
 }
 
-// scaleRow is a run of one shard, with what the operator as shipped held
-// with no Installation (base) and with N (shipped); nil when not measured.
-type scaleRow struct {
-	run           run
-	base, shipped *memory
+// entry is one contender's result in a run.
+type entry struct {
+	name contender
+	res  *result
+}
+
+// entries returns the contenders' results in run, the operator first.
+func (run *run) entries() []entry {
+	es := []entry{{theOperator, &run.Operator}}
+	if run.Peer != nil {
+		es = append(es, entry{thePeer, run.Peer})
+	}
+	return es
+}
+
+// perInstallation returns the heap and the RSS that each Installation adds
+// to res, in bytes, from its measure with no Installation to its measure
+// with N, as shipped; ok is false when not measured.
+func (res *result) perInstallation() (heap, rss float64, ok bool) {
+	var base, shipped *memory
+	for i, m := range res.Memory {
+		if m.KeepManagedFields || m.WatchAllChildren {
+			continue
+		}
+		if m.Installations == 0 {
+			base = &res.Memory[i]
+		} else {
+			shipped = &res.Memory[i]
+		}
+	}
+	if base == nil || shipped == nil {
+		return 0, 0, false
+	}
+	n := float64(shipped.Installations)
+	return float64(shipped.HeapInuseBytes-min(base.HeapInuseBytes, shipped.HeapInuseBytes)) / n,
+		float64(shipped.RSSBytes-min(base.RSSBytes, shipped.RSSBytes)) / n, true
 }
 
 // scale returns the runs of one shard, by N, for the scale table and plots.
-func (r *report) scale() []scaleRow {
-	var rows []scaleRow
+func (r *report) scale() []run {
+	var rows []run
 	for _, run := range r.Runs {
-		if run.Shards != 1 {
-			continue
+		if run.Shards == 1 {
+			rows = append(rows, run)
 		}
-		row := scaleRow{run: run}
-		for i, m := range run.Memory {
-			if m.KeepManagedFields || m.WatchAllChildren {
-				continue
-			}
-			if m.Installations == 0 {
-				row.base = &run.Memory[i]
-			} else {
-				row.shipped = &run.Memory[i]
-			}
-		}
-		rows = append(rows, row)
 	}
-	slices.SortStableFunc(rows, func(a, b scaleRow) int { return a.run.N - b.run.N })
+	slices.SortStableFunc(rows, func(a, b run) int { return a.N - b.N })
 	return rows
 }
 
-// perInstallation returns the heap and the RSS that each Installation adds,
-// in bytes, and whether they were measured.
-func (s scaleRow) perInstallation() (heap, rss float64, ok bool) {
-	if s.base == nil || s.shipped == nil || s.shipped.Installations == 0 {
-		return 0, 0, false
+// figure is one row of a side-by-side table: how to read a figure from a
+// result, whether less is better, and how to print it.
+type figure struct {
+	name   string
+	value  func(run *run, res *result) (float64, bool)
+	format func(float64) string
+	// spread, if set, prints the least and greatest of the rounds too.
+	spread func(res *result) spread
+}
+
+// figures are the figures compared side by side, less being better in each.
+var figures = []figure{
+	{name: "convergence (s)", value: func(_ *run, res *result) (float64, bool) { return res.Seconds.Median, true }, format: f1,
+		spread: func(res *result) spread { return res.Seconds }},
+	{name: "/ floor, time", value: func(_ *run, res *result) (float64, bool) { return res.Ratio.Median, true }, format: f2,
+		spread: func(res *result) spread { return res.Ratio }},
+	{name: "/ floor, control-plane CPU", value: func(_ *run, res *result) (float64, bool) { return res.CPURatio.Median, true }, format: f2,
+		spread: func(res *result) spread { return res.CPURatio }},
+	{name: "own CPU while converging (s)", value: func(_ *run, res *result) (float64, bool) { return res.Convergence.ProcessCPUSeconds, true }, format: f1},
+	{name: "requests per Installation while converging", value: func(_ *run, res *result) (float64, bool) {
+		return requestsPerInstallation(res.Convergence) - 1, true
+	}, format: f2},
+	{name: "reads after sync", value: func(_ *run, res *result) (float64, bool) {
+		return float64(res.Convergence.Reads + res.Latency.Reads + total(res.Steady.Reads)), true
+	}, format: f0},
+	{name: "writes on restart", value: func(_ *run, res *result) (float64, bool) { return float64(total(res.Steady.RestartWrites)), true }, format: f0},
+	{name: "writes in 3 resyncs", value: func(_ *run, res *result) (float64, bool) { return float64(total(res.Steady.ResyncWrites)), true }, format: f0},
+	{name: "heap per Installation (KiB)", value: func(_ *run, res *result) (float64, bool) {
+		h, _, ok := res.perInstallation()
+		return h / 1024, ok
+	}, format: f1},
+	{name: "RSS per Installation (KiB)", value: func(_ *run, res *result) (float64, bool) {
+		_, r, ok := res.perInstallation()
+		return r / 1024, ok
+	}, format: f1},
+	{name: "restart to synced (s)", value: func(_ *run, res *result) (float64, bool) { return res.Steady.SyncedSeconds, true }, format: f2},
+	{name: "edit to StatefulSet p50 (ms)", value: func(_ *run, res *result) (float64, bool) { return res.Latency.P50Ms, true }, format: f1},
+	{name: "edit to StatefulSet p99 (ms)", value: func(_ *run, res *result) (float64, bool) { return res.Latency.P99Ms, true }, format: f1},
+}
+
+// sideBySide writes, for each run, every figure of the operator and of the
+// peer and their ratio.
+func (r *report) sideBySide(b *strings.Builder) {
+	b.WriteString("## The operator and its controller-runtime peer, side by side\n\n")
+	b.WriteString("Less is better in every row. Where several rounds ran, the figure is their median, " +
+		"with the least and the greatest in brackets.\n\n")
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		if run.Peer == nil {
+			continue
+		}
+		fmt.Fprintf(b, "### N=%d, %d shard%s (floor %.1f s)\n\n", run.N, run.Shards, plural(run.Shards), run.FloorSeconds)
+		var rows [][]string
+		for _, f := range figures {
+			op, okOp := f.value(run, &run.Operator)
+			peer, okPeer := f.value(run, run.Peer)
+			if !okOp || !okPeer {
+				continue
+			}
+			rows = append(rows, []string{f.name, f.cell(&run.Operator, op), f.cell(run.Peer, peer), ratio(peer, op)})
+		}
+		table(b, []string{"figure", "operator", "peer", "peer / operator"}, rows)
 	}
-	n := float64(s.shipped.Installations)
-	return float64(s.shipped.HeapInuseBytes-min(s.base.HeapInuseBytes, s.shipped.HeapInuseBytes)) / n,
-		float64(s.shipped.RSSBytes-min(s.base.RSSBytes, s.shipped.RSSBytes)) / n, true
+}
+
+// cell prints v, with the spread of the rounds when there were several.
+func (f figure) cell(res *result, v float64) string {
+	if f.spread == nil {
+		return f.format(v)
+	}
+	s := f.spread(res)
+	if s.Min == s.Max {
+		return f.format(v)
+	}
+	return fmt.Sprintf("%s (%s-%s)", f.format(v), f.format(s.Min), f.format(s.Max))
+}
+
+// ratio prints a / b, "-" when both are zero and "inf" when only b is.
+func ratio(a, b float64) string {
+	switch {
+	case a == 0 && b == 0:
+		return "-"
+	case b == 0:
+		return "inf"
+	}
+	return f2(a / b)
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // scaleTable writes how the cost grows with N, one row per run of one shard.
@@ -127,19 +242,47 @@ func (r *report) scaleTable(b *strings.Builder) {
 	b.WriteString("## Cost against scale (one shard)\n\n")
 	fmt.Fprintf(b, "![Convergence time against N](%s)\n![Memory against N](%s)\n\n", convergencePlot, memoryPlot)
 	var cells [][]string
-	for _, s := range rows {
-		heap, rss := "", ""
-		if h, r, ok := s.perInstallation(); ok {
-			heap, rss = kib(h), kib(r)
+	for i := range rows {
+		run := &rows[i]
+		for _, e := range run.entries() {
+			heap, rss := "", ""
+			if h, r, ok := e.res.perInstallation(); ok {
+				heap, rss = kib(h), kib(r)
+			}
+			cells = append(cells, []string{d(run.N), string(e.name), f1(run.FloorSeconds), f1(e.res.Seconds.Median),
+				"**" + f2(e.res.Ratio.Median) + "**", f2(e.res.CPURatio.Median), heap, rss, f2(e.res.Steady.SyncedSeconds),
+				f1(e.res.Latency.P50Ms) + " / " + f1(e.res.Latency.P99Ms), d(total(e.res.Steady.ResyncWrites))})
 		}
-		run := s.run
-		cells = append(cells, []string{d(run.N), f1(run.FloorSeconds), f1(run.Convergence.Seconds), "**" + f2(run.Ratio) + "**",
-			f2(run.CPURatio), heap, rss, f2(run.Steady.SyncedSeconds),
-			f1(run.Latency.P50Ms) + " / " + f1(run.Latency.P99Ms), d(total(run.Steady.ResyncWrites))})
 	}
-	table(b, []string{"N", "floor (s)", "operator (s)", "operator / floor", "operator / floor, CPU",
+	table(b, []string{"N", "contender", "floor (s)", "contender (s)", "contender / floor", "contender / floor, CPU",
 		"heap per Installation (KiB)", "RSS per Installation (KiB)", "restart to synced (s)",
 		"edit to StatefulSet p50 / p99 (ms)", "writes in 3 resyncs"}, cells)
+}
+
+// roundsTable writes each round of the runs that had several.
+func (r *report) roundsTable(b *strings.Builder) {
+	var rows [][]string
+	for _, run := range r.Runs {
+		if len(run.Rounds) < 2 {
+			continue
+		}
+		for i, rd := range run.Rounds {
+			row := []string{d(run.N), d(run.Shards), d(i + 1), f1(rd.FloorSeconds), f1(rd.FloorCPUSeconds),
+				f1(rd.Operator.Seconds), f2(rd.Operator.Seconds / rd.FloorSeconds), f2(rd.Operator.ControlPlaneCPUSeconds / rd.FloorCPUSeconds)}
+			if rd.Peer != nil {
+				row = append(row, f1(rd.Peer.Seconds), f2(rd.Peer.Seconds/rd.FloorSeconds), f2(rd.Peer.ControlPlaneCPUSeconds/rd.FloorCPUSeconds))
+			} else {
+				row = append(row, "", "", "")
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("## Rounds\n\nEach round has floors of its own, before and after the contenders; the recorded ratios are the medians.\n\n")
+	table(b, []string{"N", "shards", "round", "floor (s)", "floor control-plane CPU (s)", "operator (s)", "operator / floor",
+		"operator / floor, CPU", "peer (s)", "peer / floor", "peer / floor, CPU"}, rows)
 }
 
 // profileSection writes the top of the operator's CPU profile, if a run took it.
@@ -149,47 +292,52 @@ func (r *report) profileSection(b *strings.Builder) {
 			continue
 		}
 		fmt.Fprintf(b, "## Where the operator's time goes (N=%d, shards=%d)\n\n", run.N, run.Shards)
-		fmt.Fprintf(b, "The CPU profile of the operator's goroutines (`go tool pprof -top -tagfocus=component=operator`) "+
-			"while it converged the N Installations and then took the edits; the benchmark's own clients and watches, "+
-			"in the same process, are left out. Written to %s.\n\n```\n%s\n```\n\n", run.Profile.Path, strings.Join(run.Profile.Top, "\n"))
+		fmt.Fprintf(b, "The CPU profile of the operator's process (`go tool pprof -top`) from its start while it converged "+
+			"the N Installations and then took the edits. Written to %s.\n\n```\n%s\n```\n\n", run.Profile.Path, strings.Join(run.Profile.Top, "\n"))
 	}
 }
 
-// perRun writes a section with a table of one row per run, which starts
-// with the run's N and shards.
-func (r *report) perRun(b *strings.Builder, title string, header []string, row func(run) []string) {
+// perRun writes a section with a table of one row per run and contender,
+// which starts with the run's N, shards and the contender.
+func (r *report) perRun(b *strings.Builder, title string, header []string, row func(*run, *result) []string) {
 	fmt.Fprintf(b, "## %s\n\n", title)
-	rows := make([][]string, len(r.Runs))
-	for i, run := range r.Runs {
-		rows[i] = append([]string{d(run.N), d(run.Shards)}, row(run)...)
+	var rows [][]string
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		for _, e := range run.entries() {
+			rows = append(rows, append([]string{d(run.N), d(run.Shards), string(e.name)}, row(run, e.res)...))
+		}
 	}
-	table(b, append([]string{"N", "shards"}, header...), rows)
+	table(b, append([]string{"N", "shards", "contender"}, header...), rows)
 }
 
-// convergenceTable writes the convergence times and the ratio to the floor.
+// convergenceTable writes the convergence times of the first round and the
+// ratios to its floor.
 func (r *report) convergenceTable(b *strings.Builder) {
-	r.perRun(b, "Convergence", []string{"children", "floor (s), before / after", "operator (s)", "operator / floor",
-		"floor children/s", "operator children/s", "control plane CPU (s): floor before / after, operator",
-		"operator / floor, CPU"}, func(run run) []string {
+	r.perRun(b, "Convergence (first round)", []string{"children", "floor (s), before / after", "contender (s)", "contender / floor",
+		"floor children/s", "contender children/s", "control plane CPU (s): floor before / after, contender",
+		"contender / floor, CPU", "contender's own CPU (s)"}, func(run *run, res *result) []string {
+		rd := run.Rounds[0]
 		var floors, cpus []string
-		for _, f := range run.Floor {
+		for _, f := range rd.Floor {
 			floors = append(floors, f1(f.Seconds))
 			cpus = append(cpus, f1(f.ControlPlaneCPUSeconds))
 		}
-		c := run.Convergence
+		c := res.Convergence
 		children := run.N * childrenPer(run.Shards)
-		return []string{d(children), strings.Join(floors, " / "), f1(c.Seconds), "**" + f2(run.Ratio) + "**",
-			fmt.Sprintf("%.0f", float64(children)/run.FloorSeconds), fmt.Sprintf("%.0f", c.ChildrenPerSecond),
-			strings.Join(cpus, " / ") + ", " + f1(c.ControlPlaneCPUSeconds), f2(run.CPURatio)}
+		return []string{d(children), strings.Join(floors, " / "), f1(c.Seconds), "**" + f2(c.Seconds/rd.FloorSeconds) + "**",
+			fmt.Sprintf("%.0f", float64(children)/rd.FloorSeconds), fmt.Sprintf("%.0f", c.ChildrenPerSecond),
+			strings.Join(cpus, " / ") + ", " + f1(c.ControlPlaneCPUSeconds), f2(c.ControlPlaneCPUSeconds / rd.FloorCPUSeconds),
+			f1(c.ProcessCPUSeconds)}
 	})
 }
 
-// requestsTable writes what the operator asked of the API server to converge.
+// requestsTable writes what each contender asked of the API server to converge.
 func (r *report) requestsTable(b *strings.Builder) {
 	r.perRun(b, "Requests while converging", []string{"writes per Installation (least)", "refused with 409",
 		"events per Installation", "dry runs per Installation", "gets and lists after sync", "every request after sync"},
-		func(run run) []string {
-			c := run.Convergence
+		func(_ *run, res *result) []string {
+			c := res.Convergence
 			return []string{fmt.Sprintf("%.2f (%d)", c.WritesPerInstallation, c.ExpectedWrites), counts(c.Conflicts),
 				f2(c.EventsPerInstallation), f2(c.DryRunsPerInstallation), d(c.Reads), counts(c.Requests)}
 		})
@@ -198,8 +346,8 @@ func (r *report) requestsTable(b *strings.Builder) {
 // latencyTable writes the edit latencies.
 func (r *report) latencyTable(b *strings.Builder) {
 	r.perRun(b, "Edit to StatefulSet update, under N in-sync Installations", []string{"edits", "p50 (ms)", "p99 (ms)",
-		"max (ms)", "writes per edit (least)", "dry runs per edit"}, func(run run) []string {
-		l := run.Latency
+		"max (ms)", "writes per edit (least)", "dry runs per edit"}, func(_ *run, res *result) []string {
+		l := res.Latency
 		return []string{d(l.Samples), f1(l.P50Ms), f1(l.P99Ms), f1(l.MaxMs),
 			fmt.Sprintf("%.2f (%d)", l.WritesPerEdit, l.ExpectedWrites), f2(l.DryRunsPerEdit)}
 	})
@@ -208,8 +356,8 @@ func (r *report) latencyTable(b *strings.Builder) {
 // steadyTable writes the requests of a restart and of steady state.
 func (r *report) steadyTable(b *strings.Builder) {
 	r.perRun(b, "Restart and steady state", []string{"restart to synced (s)", "requests to sync", "writes on restart",
-		"writes in 3 resyncs", "reads after sync"}, func(run run) []string {
-		s := run.Steady
+		"writes in 3 resyncs", "reads after sync"}, func(_ *run, res *result) []string {
+		s := res.Steady
 		return []string{f2(s.SyncedSeconds), counts(s.SyncRequests), counts(s.RestartWrites), counts(s.ResyncWrites),
 			counts(s.Reads)}
 	})
@@ -220,25 +368,28 @@ func (r *report) memoryTable(b *strings.Builder) {
 	fmt.Fprintf(b, "## Memory, with %d unrelated ConfigMaps and %d unrelated Services in the namespace\n\n",
 		r.Settings.Unrelated, r.Settings.Unrelated)
 	var rows [][]string
-	for _, run := range r.Runs {
-		for _, m := range run.Memory {
-			heap, rss := "", ""
-			if base, ok := run.baseline(m); ok && m.Installations > 0 {
-				heap = kib(float64(m.HeapInuseBytes-min(base.HeapInuseBytes, m.HeapInuseBytes)) / float64(m.Installations))
-				rss = kib(float64(m.RSSBytes-min(base.RSSBytes, m.RSSBytes)) / float64(m.Installations))
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		for _, e := range run.entries() {
+			for _, m := range e.res.Memory {
+				heap, rss := "", ""
+				if base, ok := e.res.baseline(m); ok && m.Installations > 0 {
+					heap = kib(float64(m.HeapInuseBytes-min(base.HeapInuseBytes, m.HeapInuseBytes)) / float64(m.Installations))
+					rss = kib(float64(m.RSSBytes-min(base.RSSBytes, m.RSSBytes)) / float64(m.Installations))
+				}
+				rows = append(rows, []string{d(m.Installations), d(run.Shards), string(e.name), setting(!m.KeepManagedFields, "stripped", "kept"),
+					setting(!m.WatchAllChildren, "managed only", "all"), mib(m.HeapInuseBytes), mib(m.RSSBytes), heap, rss, d(m.Writes)})
 			}
-			rows = append(rows, []string{d(m.Installations), d(run.Shards), setting(!m.KeepManagedFields, "stripped", "kept"),
-				setting(!m.WatchAllChildren, "managed only", "all"), mib(m.HeapInuseBytes), mib(m.RSSBytes), heap, rss, d(m.Writes)})
 		}
 	}
-	table(b, []string{"Installations", "shards", "managedFields", "children watched", "heap in use (MiB)", "RSS (MiB)",
+	table(b, []string{"Installations", "shards", "contender", "managedFields", "children watched", "heap in use (MiB)", "RSS (MiB)",
 		"heap per Installation (KiB)", "RSS per Installation (KiB)", "writes"}, rows)
 }
 
-// baseline returns the measurement of run with no Installation and the
+// baseline returns the measurement of res with no Installation and the
 // same setting as m.
-func (run run) baseline(m memory) (memory, bool) {
-	for _, base := range run.Memory {
+func (res *result) baseline(m memory) (memory, bool) {
+	for _, base := range res.Memory {
 		if base.Installations == 0 && base.KeepManagedFields == m.KeepManagedFields && base.WatchAllChildren == m.WatchAllChildren {
 			return base, true
 		}

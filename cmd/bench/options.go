@@ -45,23 +45,36 @@ type options struct {
 	cpuProfile string
 	profileN   int
 	// heapProfiles, if set, names a folder for a heap profile of the
-	// operator as shipped at each N, taken by a memory child of its own.
+	// operator as shipped at each N, taken with its memory figures.
 	heapProfiles string
+	// peer measures the controller-runtime peer too, built from peerDir.
+	peer    bool
+	peerDir string
+	// rounds is how many times the runs of ratioN Installations measure
+	// the convergence of the floor and the contenders; their medians are
+	// the recorded ratios.
+	rounds int
 
-	// child is set in the process that bench starts to measure memory.
-	child childOptions
+	// child is set in the process that bench starts to run the operator.
+	child operatorChildOptions
 }
 
-// childOptions configure the memory child process.
-type childOptions struct {
-	// enabled makes this process a memory child.
+// operatorChildOptions configure an operator child process (-operator-child).
+type operatorChildOptions struct {
+	// enabled makes this process an operator child.
 	enabled bool
 	// kubeconfig and namespace say what the operator watches.
 	kubeconfig, namespace string
+	// resync is its resync period.
+	resync time.Duration
 	// keepManagedFields and watchAllChildren keep managedFields in the cache and turn off the filter.
 	keepManagedFields, watchAllChildren bool
-	// heapProfile, if set, names a file for a heap profile taken with the figures.
-	heapProfile string
+	// statsSocket is where it serves its figures.
+	statsSocket string
+	// cpuProfile, if set, names a file for its CPU profile.
+	cpuProfile string
+	// heapProfile makes it record every allocation, for a heap profile.
+	heapProfile bool
 }
 
 // bind registers the flags on fs with their defaults.
@@ -84,12 +97,19 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.profileN, "profile-n", 1000, "The Installations of the run that -cpuprofile profiles.")
 	fs.StringVar(&o.heapProfiles, "heapprofiles", "", "Write a heap profile of the operator as shipped at each N into this folder, as heap-<N>.pprof.")
 
-	fs.BoolVar(&o.child.enabled, "memory-child", false, "Internal: measure the memory of one operator and exit.")
-	fs.StringVar(&o.child.kubeconfig, "kubeconfig", "", "Internal: the memory child's kubeconfig.")
-	fs.StringVar(&o.child.namespace, "namespace", "", "Internal: the memory child's namespace.")
-	fs.BoolVar(&o.child.keepManagedFields, "keep-managed-fields", false, "Internal: the memory child keeps managedFields.")
-	fs.BoolVar(&o.child.watchAllChildren, "watch-all-children", false, "Internal: the memory child watches unlabelled objects too.")
-	fs.StringVar(&o.child.heapProfile, "heap-profile", "", "Internal: the memory child writes a heap profile here.")
+	fs.BoolVar(&o.peer, "peer", true, "Measure the controller-runtime peer (cmd/bench/peer) too.")
+	fs.StringVar(&o.peerDir, "peer-dir", "cmd/bench/peer", "The peer's Go module, built before the runs.")
+	fs.IntVar(&o.rounds, "rounds", 3, fmt.Sprintf("Rounds of convergence at N=%d, whose medians are the recorded ratios.", ratioN))
+
+	fs.BoolVar(&o.child.enabled, "operator-child", false, "Internal: run the operator, serving its figures on -stats-socket.")
+	fs.StringVar(&o.child.kubeconfig, "kubeconfig", "", "Internal: the operator child's kubeconfig.")
+	fs.StringVar(&o.child.namespace, "namespace", "", "Internal: the operator child's namespace.")
+	fs.DurationVar(&o.child.resync, "child-resync", operator.DefaultResyncPeriod, "Internal: the operator child's resync period.")
+	fs.BoolVar(&o.child.keepManagedFields, "keep-managed-fields", false, "Internal: the operator child keeps managedFields.")
+	fs.BoolVar(&o.child.watchAllChildren, "watch-all-children", false, "Internal: the operator child watches unlabelled objects too.")
+	fs.StringVar(&o.child.statsSocket, "stats-socket", "", "Internal: where the operator child serves its figures.")
+	fs.StringVar(&o.child.cpuProfile, "child-cpuprofile", "", "Internal: the operator child's CPU profile.")
+	fs.BoolVar(&o.child.heapProfile, "child-heap-profile", false, "Internal: the operator child records every allocation for a heap profile.")
 }
 
 // validate checks the flags, naming the one that is wrong.
@@ -101,8 +121,8 @@ func (o *options) validate() error {
 	if o.workers < 1 || o.qps <= 0 || o.burst < 1 {
 		errs = append(errs, fmt.Errorf("-workers, -qps and -burst must be positive, got %d, %g, %d", o.workers, o.qps, o.burst))
 	}
-	if o.resync <= 0 || o.latencySamples < 1 || o.unrelated < 0 {
-		errs = append(errs, errors.New("-resync and -latency-samples must be positive, -unrelated not negative"))
+	if o.resync <= 0 || o.latencySamples < 1 || o.unrelated < 0 || o.rounds < 1 {
+		errs = append(errs, errors.New("-resync, -latency-samples and -rounds must be positive, -unrelated not negative"))
 	}
 	return errors.Join(errs...)
 }

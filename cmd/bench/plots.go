@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -16,36 +17,56 @@ const (
 	memoryPlot      = "benchmarks-memory.svg"
 )
 
-// plots draws the figures of the scale table: convergence time of the floor
-// and of the operator against N, and the operator's heap and RSS against N,
-// into dir.
+// plots draws the figures of the scale table into dir: convergence time
+// of the floor and of each contender against N, and each contender's heap
+// and RSS against N.
 func (r *report) plots(dir string) error {
-	var floor, operator, heap, rss plotter.XYs
-	for _, s := range r.scale() {
-		n := float64(s.run.N)
-		floor = append(floor, plotter.XY{X: n, Y: s.run.FloorSeconds})
-		operator = append(operator, plotter.XY{X: n, Y: s.run.Convergence.Seconds})
-		if s.shipped != nil {
-			heap = append(heap, plotter.XY{X: n, Y: float64(s.shipped.HeapInuseBytes) / (1 << 20)})
-			rss = append(rss, plotter.XY{X: n, Y: float64(s.shipped.RSSBytes) / (1 << 20)})
+	var times, memory []line
+	floor := line{name: "floor (plain client-go writer)"}
+	// add adds p to the line name of lines, which it makes if need be.
+	add := func(lines *[]line, name string, p plotter.XY) {
+		i := slices.IndexFunc(*lines, func(l line) bool { return l.name == name })
+		if i < 0 {
+			*lines, i = append(*lines, line{name: name}), len(*lines)
+		}
+		(*lines)[i].xys = append((*lines)[i].xys, p)
+	}
+	rows := r.scale()
+	if len(rows) == 0 {
+		return nil
+	}
+	for i := range rows {
+		run := &rows[i]
+		n := float64(run.N)
+		floor.xys = append(floor.xys, plotter.XY{X: n, Y: run.FloorSeconds})
+		for _, e := range run.entries() {
+			add(&times, string(e.name), plotter.XY{X: n, Y: e.res.Seconds.Median})
+			for _, m := range e.res.Memory {
+				if m.Installations == run.N && !m.KeepManagedFields && !m.WatchAllChildren {
+					add(&memory, string(e.name)+" heap in use", plotter.XY{X: n, Y: float64(m.HeapInuseBytes) / (1 << 20)})
+					add(&memory, string(e.name)+" RSS", plotter.XY{X: n, Y: float64(m.RSSBytes) / (1 << 20)})
+				}
+			}
 		}
 	}
-	if len(floor) == 0 {
-		return nil
-	}
 	if err := linePlot(filepath.Join(dir, convergencePlot), "Convergence of N new Installations (one shard each)",
-		"seconds", "floor (plain client-go writer)", floor, "operator", operator); err != nil {
+		"seconds", append([]line{floor}, times...)); err != nil {
 		return err
 	}
-	if len(heap) == 0 {
+	if len(memory) == 0 {
 		return nil
 	}
-	return linePlot(filepath.Join(dir, memoryPlot), "Operator memory with N Installations in sync",
-		"MiB", "heap in use", heap, "RSS", rss)
+	return linePlot(filepath.Join(dir, memoryPlot), "Memory with N Installations in sync", "MiB", memory)
 }
 
-// linePlot draws two lines against the number of Installations into path.
-func linePlot(path, title, unit, name1 string, line1 plotter.XYs, name2 string, line2 plotter.XYs) error {
+// line is one named line of a plot.
+type line struct {
+	name string
+	xys  plotter.XYs
+}
+
+// linePlot draws lines against the number of Installations into path.
+func linePlot(path, title, unit string, lines []line) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "Installations (N)"
@@ -53,7 +74,11 @@ func linePlot(path, title, unit, name1 string, line1 plotter.XYs, name2 string, 
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	if err := plotutil.AddLinePoints(p, name1, line1, name2, line2); err != nil {
+	var args []any
+	for _, l := range lines {
+		args = append(args, l.name, l.xys)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return fmt.Errorf("plotting %s: %w", path, err)
 	}
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)

@@ -2,17 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime/pprof"
 	"strings"
 )
-
-// profileLabel marks the goroutines of the operator in the CPU profile: the
-// benchmark's own clients and watches run in the same process.
-var profileLabel = pprof.Labels("component", "operator")
 
 // profileEntries is how many functions of the profile the report lists.
 const profileEntries = 20
@@ -24,12 +19,6 @@ type cpuProfile struct {
 	// Top is `go tool pprof -top` of the operator's goroutines: a header,
 	// then one line per function, by flat time.
 	Top []string `json:"top"`
-}
-
-// withOperatorLabel runs fn with the operator's profile label, which every
-// goroutine that fn starts inherits.
-func withOperatorLabel(fn func()) {
-	pprof.Do(context.Background(), profileLabel, func(context.Context) { fn() })
 }
 
 // profile starts a CPU profile into path and returns the function that ends it.
@@ -48,11 +37,10 @@ func profile(path string) (func(), error) {
 	}, nil
 }
 
-// topOfProfile reads the top functions of the operator's goroutines from the
+// topOfProfile reads the top functions of the operator's process from the
 // profile at path with `go tool pprof`.
 func topOfProfile(path string) (*cpuProfile, error) {
-	cmd := exec.Command("go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", profileEntries),
-		"-tagfocus=component=operator", path)
+	cmd := exec.Command("go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", profileEntries), path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -43,6 +43,8 @@ type settings struct {
 	ResyncSeconds  float64 `json:"resyncSeconds"`
 	LatencySamples int     `json:"latencySamples"`
 	Unrelated      int     `json:"unrelated"`
+	// Rounds are the rounds of convergence at N=ratioN.
+	Rounds int `json:"rounds"`
 }
 
 // newReport starts a report of a run with options o.
@@ -51,9 +53,9 @@ func newReport(o options) *report {
 		Date:    started.UTC().Format(time.RFC3339),
 		Machine: machine{CPUs: runtime.NumCPU(), Arch: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadBefore: loadAvg()},
 		Settings: settings{
-			ControlPlane: "etcd (fsync on) and kube-apiserver, no controllers, new for each floor and operator run",
+			ControlPlane: "etcd (fsync on) and kube-apiserver, no controllers, new for each floor and contender run",
 			Workers:      o.workers, QPS: o.qps, Burst: o.burst, ResyncSeconds: o.resync.Seconds(),
-			LatencySamples: o.latencySamples, Unrelated: o.unrelated,
+			LatencySamples: o.latencySamples, Unrelated: o.unrelated, Rounds: o.rounds,
 		},
 	}
 }
@@ -92,14 +94,16 @@ func (r *report) write(markdownPath, jsonPath string) error {
 func (r *report) markdown() string {
 	var b strings.Builder
 	r.intro(&b)
+	r.targets(&b)
+	r.sideBySide(&b)
 	r.scaleTable(&b)
+	r.roundsTable(&b)
 	r.convergenceTable(&b)
 	r.requestsTable(&b)
 	r.latencyTable(&b)
 	r.steadyTable(&b)
 	r.memoryTable(&b)
 	r.profileSection(&b)
-	r.targets(&b)
 	return b.String()
 }
 
@@ -112,7 +116,8 @@ func table(b *strings.Builder, header []string, rows [][]string) {
 	b.WriteString("\n")
 }
 
-// f1, f2 and d format numbers for the tables.
+// f0, f1, f2 and d format numbers for the tables.
+func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
 func d(v int) string      { return fmt.Sprint(v) }

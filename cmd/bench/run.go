@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"lin.dev/lin-operator/pkg/operator"
 	"lin.dev/lin-operator/test/harness"
@@ -14,67 +15,168 @@ type run struct {
 	// N is the number of Installations, Shards the shards of each.
 	N      int `json:"n"`
 	Shards int `json:"shards"`
-	// Floor are the two floor runs, made before and after the operator's,
-	// each on a new control plane as the operator's is, so that the
-	// machine's drift falls on both sides.
-	Floor []floorResult `json:"floor"`
-	// FloorSeconds is their mean, and Ratio the operator's time over it.
+	// Rounds are the measures of convergence, each of the floor and of
+	// every contender on control planes of their own: the first round
+	// measures every other figure too; more rounds (-rounds, at N=ratioN)
+	// measure convergence alone.
+	Rounds []round `json:"rounds"`
+	// FloorSeconds is the median of the rounds' floors.
 	FloorSeconds float64 `json:"floorSeconds"`
-	Ratio        float64 `json:"ratio"`
-	// CPURatio is the control plane's CPU time while the operator converged
-	// over its mean CPU time in the floor runs.
-	CPURatio    float64     `json:"cpuRatio"`
+	// Operator is lin-operator; Peer the controller-runtime peer, if measured.
+	Operator result  `json:"operator"`
+	Peer     *result `json:"peer,omitempty"`
+	// Profile is the top of the operator's CPU profile, if this run took it.
+	Profile *cpuProfile `json:"profile,omitempty"`
+}
+
+// round is one measure of convergence: the floor just before and just
+// after the contenders, and each contender, each on a new control plane,
+// so that the machine's drift falls on both sides.
+type round struct {
+	Floor []floorResult `json:"floor"`
+	// FloorSeconds and FloorCPUSeconds are the means of the two floors.
+	FloorSeconds    float64 `json:"floorSeconds"`
+	FloorCPUSeconds float64 `json:"floorCPUSeconds"`
+	// Operator and Peer are the contenders' convergence.
+	Operator convergence  `json:"operator"`
+	Peer     *convergence `json:"peer,omitempty"`
+}
+
+// result is what one contender did in a run.
+type result struct {
+	// Seconds is the convergence time, Ratio its ratio to the floor and
+	// CPURatio the control plane's CPU time while it converged over the
+	// floor's: medians over the rounds, with their spread.
+	Seconds  spread `json:"seconds"`
+	Ratio    spread `json:"ratio"`
+	CPURatio spread `json:"cpuRatio"`
+	// Convergence, Steady and Latency are those of the first round.
 	Convergence convergence `json:"convergence"`
 	Steady      steadyState `json:"steady"`
 	Latency     editLatency `json:"latency"`
 	// Memory is measured in the runs of one shard only: first with no
 	// Installation in the namespace (its unrelated objects only), then with N.
 	Memory []memory `json:"memory,omitempty"`
-	// Profile is the top of the operator's CPU profile, if this run took it.
-	Profile *cpuProfile `json:"profile,omitempty"`
 }
 
-// runOne measures the operator on a run of size.N Installations of
+// spread is the median of some figures, with the least and the greatest.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// spreadOf returns the spread of values, which must not be empty.
+func spreadOf(values []float64) spread {
+	v := slices.Sorted(slices.Values(values))
+	mid := v[len(v)/2]
+	if len(v)%2 == 0 {
+		mid = (v[len(v)/2-1] + mid) / 2
+	}
+	return spread{Median: mid, Min: v[0], Max: v[len(v)-1]}
+}
+
+// contenders returns the contenders the options measure.
+func (o options) contenders() []contender {
+	if o.peer {
+		return []contender{theOperator, thePeer}
+	}
+	return []contender{theOperator}
+}
+
+// runOne measures contender c on a run of size.N Installations of
 // size.Shards shards: convergence, edit latency, a restart and its steady
 // state and, if withMemory, memory with unrelated objects next to the
 // Installations. With withProfile it takes the CPU profile of the operator
 // while it converges and is edited. measure runs the floors apart.
-func (b *bench) runOne(ctx context.Context, size runSize, withMemory, withProfile bool) (r run, err error) {
+func (b *bench) runOne(ctx context.Context, c contender, size runSize, withMemory, withProfile bool) (r result, prof *cpuProfile, err error) {
 	n, shards := size.N, size.Shards
-	r = run{N: n, Shards: shards}
-	ns, err := b.namespace(ctx, "operator")
+	ns, err := b.namespace(ctx, string(c))
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	if withMemory {
-		if r.Memory, err = b.emptyMemory(ctx, ns, n); err != nil {
-			return r, err
+		if r.Memory, err = b.emptyMemory(ctx, c, ns, n); err != nil {
+			return r, nil, err
 		}
 	}
-	if err := b.convergeAndEdit(ctx, &r, ns, withProfile); err != nil {
-		return r, err
+	if prof, err = b.convergeAndEdit(ctx, c, &r, ns, size, withProfile); err != nil {
+		return r, nil, err
 	}
-	if r.Steady, err = b.restart(ctx, ns); err != nil {
-		return r, err
+	if r.Steady, err = b.restart(ctx, c, ns); err != nil {
+		return r, nil, err
 	}
-	logf("n=%d shards=%d: restart synced in %.2fs; writes on restart %v, in 3 resyncs %v, reads %v", n, shards,
+	logf("n=%d shards=%d: %s restart synced in %.2fs; writes on restart %v, in 3 resyncs %v, reads %v", n, shards, c,
 		r.Steady.SyncedSeconds, r.Steady.RestartWrites, r.Steady.ResyncWrites, r.Steady.Reads)
 	if withMemory {
-		m, err := b.memory(ctx, ns, n, n)
+		m, err := b.memory(ctx, c, ns, n, n)
 		r.Memory = append(r.Memory, m...)
-		return r, err
+		return r, prof, err
 	}
-	return r, nil
+	return r, prof, nil
 }
 
-// setFloor records the two floor runs and the operator's ratios to their mean.
-func (r *run) setFloor(first, second floorResult) {
-	r.Floor = []floorResult{first, second}
-	r.FloorSeconds = (first.Seconds + second.Seconds) / 2
-	r.Ratio = r.Convergence.Seconds / r.FloorSeconds
-	r.CPURatio = 2 * r.Convergence.ControlPlaneCPUSeconds / (first.ControlPlaneCPUSeconds + second.ControlPlaneCPUSeconds)
-	logf("n=%d shards=%d: floor %.1fs and %.1fs, operator %.1fs: %.2fx; control plane CPU %.2fx", r.N, r.Shards,
-		first.Seconds, second.Seconds, r.Convergence.Seconds, r.Ratio, r.CPURatio)
+// convergeOnly measures the convergence of contender c alone, for the
+// rounds after the first.
+func (b *bench) convergeOnly(ctx context.Context, c contender, size runSize) (conv convergence, err error) {
+	ns, err := b.namespace(ctx, string(c))
+	if err != nil {
+		return conv, err
+	}
+	ch, _, err := b.startChild(ctx, c, ns, childOptions{resync: operator.DefaultResyncPeriod})
+	if err != nil {
+		return conv, err
+	}
+	defer func() { err = errors.Join(err, ch.stop()) }()
+	conv, err = b.converge(ctx, ch, ns, size.N, size.Shards)
+	if err == nil {
+		logf("n=%d shards=%d: %s took %.1fs", size.N, size.Shards, c, conv.Seconds)
+	}
+	return conv, err
+}
+
+// setFloor records the two floor runs of a round.
+func (rd *round) setFloor(first, second floorResult) {
+	rd.Floor = []floorResult{first, second}
+	rd.FloorSeconds = (first.Seconds + second.Seconds) / 2
+	rd.FloorCPUSeconds = (first.ControlPlaneCPUSeconds + second.ControlPlaneCPUSeconds) / 2
+}
+
+// summarize sets the medians of the rounds: the floor's, and each
+// contender's time and ratios.
+func (r *run) summarize() {
+	var floors []float64
+	op, peer := map[string][]float64{}, map[string][]float64{}
+	add := func(m map[string][]float64, rd round, c convergence) {
+		m["s"] = append(m["s"], c.Seconds)
+		m["ratio"] = append(m["ratio"], c.Seconds/rd.FloorSeconds)
+		m["cpu"] = append(m["cpu"], c.ControlPlaneCPUSeconds/rd.FloorCPUSeconds)
+	}
+	for _, rd := range r.Rounds {
+		floors = append(floors, rd.FloorSeconds)
+		add(op, rd, rd.Operator)
+		if rd.Peer != nil {
+			add(peer, rd, *rd.Peer)
+		}
+	}
+	r.FloorSeconds = spreadOf(floors).Median
+	set := func(res *result, m map[string][]float64) {
+		res.Seconds, res.Ratio, res.CPURatio = spreadOf(m["s"]), spreadOf(m["ratio"]), spreadOf(m["cpu"])
+	}
+	set(&r.Operator, op)
+	if r.Peer != nil {
+		set(r.Peer, peer)
+	}
+	for _, c := range []struct {
+		name string
+		res  *result
+	}{{"operator", &r.Operator}, {"peer", r.Peer}} {
+		if c.res != nil {
+			logf("n=%d shards=%d: %s / floor %.2fx (%.2f-%.2f), control plane CPU %.2fx (%.2f-%.2f) over %d rounds",
+				r.N, r.Shards, c.name, c.res.Ratio.Median, c.res.Ratio.Min, c.res.Ratio.Max,
+				c.res.CPURatio.Median, c.res.CPURatio.Min, c.res.CPURatio.Max, len(r.Rounds))
+		}
+	}
 }
 
 // timedFloor runs the floor and logs how long it took.
@@ -86,44 +188,41 @@ func (b *bench) timedFloor(ctx context.Context, n, shards int) (floorResult, err
 	return f, err
 }
 
-// convergeAndEdit runs an operator with the command's resync period on the
+// convergeAndEdit runs contender c with the command's resync period on the
 // empty namespace ns, times its convergence, then the latency of edits,
-// under a CPU profile with withProfile.
-func (b *bench) convergeAndEdit(ctx context.Context, r *run, ns string, withProfile bool) (err error) {
-	op, _, err := b.startOperator(ctx, ns, operator.DefaultResyncPeriod)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, op.Stop()) }()
+// under a CPU profile of the operator with withProfile.
+func (b *bench) convergeAndEdit(ctx context.Context, c contender, r *result, ns string, size runSize, withProfile bool) (prof *cpuProfile, err error) {
+	co := childOptions{resync: operator.DefaultResyncPeriod}
 	if withProfile {
-		stop, err := profile(b.o.cpuProfile)
-		if err != nil {
-			return err
+		co.cpuProfile = b.o.cpuProfile
+	}
+	ch, _, err := b.startChild(ctx, c, ns, co)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		err = errors.Join(err, ch.stop())
+		if err == nil && withProfile {
+			prof, err = topOfProfile(b.o.cpuProfile)
 		}
-		defer func() {
-			stop()
-			if err == nil {
-				r.Profile, err = topOfProfile(b.o.cpuProfile)
-			}
-		}()
+	}()
+	if r.Convergence, err = b.converge(ctx, ch, ns, size.N, size.Shards); err != nil {
+		return nil, err
 	}
-	if r.Convergence, err = b.converge(ctx, op, ns, r.N, r.Shards); err != nil {
-		return err
+	logf("n=%d shards=%d: %s took %.1fs (its own CPU %.1fs); requests %s; conflicts %s", size.N, size.Shards, c,
+		r.Convergence.Seconds, r.Convergence.ProcessCPUSeconds, harness.Format(r.Convergence.Requests), harness.Format(r.Convergence.Conflicts))
+	if r.Latency, err = b.latency(ctx, ch, ns, size.N, size.Shards); err != nil {
+		return nil, err
 	}
-	logf("n=%d shards=%d: operator took %.1fs; requests %s; conflicts %s", r.N, r.Shards, r.Convergence.Seconds,
-		harness.Format(r.Convergence.Requests), harness.Format(r.Convergence.Conflicts))
-	if r.Latency, err = b.latency(ctx, op, ns, r.N, r.Shards); err != nil {
-		return err
-	}
-	logf("n=%d shards=%d: edit latency p50 %.0fms p99 %.0fms", r.N, r.Shards, r.Latency.P50Ms, r.Latency.P99Ms)
-	return nil
+	logf("n=%d shards=%d: %s edit latency p50 %.0fms p99 %.0fms", size.N, size.Shards, c, r.Latency.P50Ms, r.Latency.P99Ms)
+	return nil, nil
 }
 
-// emptyMemory fills ns with unrelated objects and measures the memory of an
-// operator watching it before any of the run's runN Installations is there.
-func (b *bench) emptyMemory(ctx context.Context, ns string, runN int) ([]memory, error) {
+// emptyMemory fills ns with unrelated objects and measures the memory of
+// contender c watching it before any of the run's runN Installations is there.
+func (b *bench) emptyMemory(ctx context.Context, c contender, ns string, runN int) ([]memory, error) {
 	if err := b.addUnrelated(ctx, ns, b.o.unrelated); err != nil {
 		return nil, fmt.Errorf("creating unrelated objects: %w", err)
 	}
-	return b.memory(ctx, ns, 0, runN)
+	return b.memory(ctx, c, ns, 0, runN)
 }

@@ -8,11 +8,11 @@ import (
 	"lin.dev/lin-operator/test/harness"
 )
 
-// steadyState is what a restarted operator asks of the API server when
+// steadyState is what a restarted contender asks of the API server when
 // every Installation is in sync.
 type steadyState struct {
-	// SyncedSeconds is the time from the operator's start until its caches
-	// synced.
+	// SyncedSeconds is the time from the start of its process until its
+	// caches synced.
 	SyncedSeconds float64 `json:"syncedSeconds"`
 	// SyncRequests are the requests it made to fill its caches: a list (or
 	// a watch that lists) per kind.
@@ -26,29 +26,39 @@ type steadyState struct {
 	Reads map[string]int `json:"reads"`
 }
 
-// restart starts a new operator with the benchmark's short resync period on
-// ns, whose Installations are in sync, and counts its requests until its
+// restart starts contender c anew with the benchmark's short resync period
+// on ns, whose Installations are in sync, and counts its requests until its
 // first resync, then for three resync periods more.
-func (b *bench) restart(ctx context.Context, ns string) (st steadyState, err error) {
-	op, synced, err := b.startOperator(ctx, ns, b.o.resync)
+func (b *bench) restart(ctx context.Context, c contender, ns string) (st steadyState, err error) {
+	ch, synced, err := b.startChild(ctx, c, ns, childOptions{resync: b.o.resync})
 	if err != nil {
 		return st, err
 	}
-	defer func() { err = errors.Join(err, op.Stop()) }()
-	atSync := op.Requests.Snapshot()
+	defer func() { err = errors.Join(err, ch.stop()) }()
+	atSync, err := ch.requests(ctx)
+	if err != nil {
+		return st, err
+	}
 	if err := sleep(ctx, b.o.resync-synced); err != nil {
 		return st, err
 	}
-	atFirstResync := op.Requests.Snapshot()
+	atFirstResync, err := ch.requests(ctx)
+	if err != nil {
+		return st, err
+	}
 	if err := sleep(ctx, 3*b.o.resync); err != nil {
+		return st, err
+	}
+	atEnd, err := ch.requests(ctx)
+	if err != nil {
 		return st, err
 	}
 	st = steadyState{
 		SyncedSeconds: synced.Seconds(),
 		SyncRequests:  atSync,
 		RestartWrites: writes(atFirstResync),
-		ResyncWrites:  writes(harness.Diff(op.Requests.Snapshot(), atFirstResync)),
-		Reads:         harness.Reads(op.Requests.Since(atSync)),
+		ResyncWrites:  writes(harness.Diff(atEnd, atFirstResync)),
+		Reads:         harness.Reads(harness.Diff(atEnd, atSync)),
 	}
 	return st, nil
 }
