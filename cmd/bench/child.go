@@ -88,6 +88,9 @@ func (b *bench) startChild(ctx context.Context, c contender, ns string, co child
 	}
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The kernel kills the child if the benchmark dies first, as test/env
+	// does its control planes: no contender outlives a run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	ch := &child{cmd: cmd, stats: measured.NewClient(socket), exited: make(chan error, 1), startedAt: time.Now()}
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("starting the %s: %w", c, err)

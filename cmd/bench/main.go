@@ -54,6 +54,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if o.render {
+		r, err := readReport(o.jsonPath)
+		if err == nil {
+			err = r.render(o.markdown, o.notes)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := benchmark(ctx, o); err != nil {
@@ -90,7 +101,7 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	rep.finish()
 	logf("writing %s and %s", o.markdown, o.jsonPath)
-	return rep.write(o.markdown, o.jsonPath)
+	return rep.write(o.markdown, o.jsonPath, o.notes)
 }
 
 // buildPeer builds the controller-runtime peer of the module in dir into

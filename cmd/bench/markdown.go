@@ -408,3 +408,72 @@ func setting(on bool, yes, no string) string {
 // mib and kib format sizes.
 func mib(v uint64) string  { return fmt.Sprintf("%.1f", float64(v)/(1<<20)) }
 func kib(v float64) string { return fmt.Sprintf("%.1f", v/(1<<10)) }
+
+// growth is a figure whose growth from one N to another the growth table
+// shows.
+type growth struct {
+	name  string
+	value func(run *run, res *result) (float64, bool)
+}
+
+// growths are the figures of the growth table.
+var growths = []growth{
+	{"convergence (s)", func(_ *run, res *result) (float64, bool) { return res.Seconds.Median, true }},
+	{"control-plane CPU while converging (s)", func(_ *run, res *result) (float64, bool) {
+		return res.Convergence.ControlPlaneCPUSeconds, true
+	}},
+	{"own CPU while converging (s)", func(_ *run, res *result) (float64, bool) { return res.Convergence.ProcessCPUSeconds, true }},
+	{"heap in use (MiB)", func(run *run, res *result) (float64, bool) {
+		for _, m := range res.Memory {
+			if m.Installations == run.N && !m.KeepManagedFields && !m.WatchAllChildren {
+				return float64(m.HeapInuseBytes) / (1 << 20), true
+			}
+		}
+		return 0, false
+	}},
+	{"restart to synced (s)", func(_ *run, res *result) (float64, bool) { return res.Steady.SyncedSeconds, true }},
+	{"edit to StatefulSet p99 (ms)", func(_ *run, res *result) (float64, bool) { return res.Latency.P99Ms, true }},
+}
+
+// growthTable writes how each figure grew from the run of ratioN
+// Installations of one shard to the largest, if that is larger: by what
+// factor, and that factor over the factor of N (1 is linear).
+func (r *report) growthTable(b *strings.Builder) {
+	rows := r.scale()
+	i := slices.IndexFunc(rows, func(run run) bool { return run.N == ratioN })
+	if i < 0 || rows[len(rows)-1].N <= ratioN {
+		return
+	}
+	from, to := &rows[i], &rows[len(rows)-1]
+	scale := float64(to.N) / float64(from.N)
+	fmt.Fprintf(b, "## Growth from N=%d to N=%d (one shard)\n\n", from.N, to.N)
+	fmt.Fprintf(b, "N grew %.0f times. The last column is the growth over that: 1 is linear, more is worse than linear.\n\n", scale)
+	var cells [][]string
+	cells = append(cells, growthRow("floor (s)", "", from.FloorSeconds, to.FloorSeconds, scale))
+	for _, g := range growths {
+		for _, e := range from.entries() {
+			res2 := &to.Operator
+			if e.name == thePeer {
+				if res2 = to.Peer; res2 == nil {
+					continue
+				}
+			}
+			v1, ok1 := g.value(from, e.res)
+			v2, ok2 := g.value(to, res2)
+			if ok1 && ok2 {
+				cells = append(cells, growthRow(g.name, string(e.name), v1, v2, scale))
+			}
+		}
+	}
+	table(b, []string{"figure", "contender", fmt.Sprintf("N=%d", from.N), fmt.Sprintf("N=%d", to.N), "grew", "grew / N grew"}, cells)
+}
+
+// growthRow is one row of the growth table.
+func growthRow(name, who string, v1, v2, scale float64) []string {
+	grew := ratio(v2, v1)
+	per := "-"
+	if v1 > 0 {
+		per = f2(v2 / v1 / scale)
+	}
+	return []string{name, who, f2(v1), f2(v2), grew, per}
+}

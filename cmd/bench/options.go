@@ -31,8 +31,12 @@ type options struct {
 	// unrelated is the number of ConfigMaps, and of Services, that the
 	// operator does not manage, put next to the Installations for the memory runs.
 	unrelated int
-	// markdown and jsonPath are where the report goes.
-	markdown, jsonPath string
+	// markdown and jsonPath are where the report goes; notes, if it
+	// exists, goes into the Markdown after the targets.
+	markdown, jsonPath, notes string
+	// render writes the Markdown from the JSON of an earlier run, and
+	// runs nothing.
+	render bool
 	// timeout bounds one convergence.
 	timeout time.Duration
 	// memory turns the memory runs on, for the runs of one shard.
@@ -90,6 +94,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.unrelated, "unrelated", 1000, "Unrelated ConfigMaps, and as many Services, next to the Installations in the memory runs.")
 	fs.StringVar(&o.markdown, "out", "docs/benchmarks.md", "Markdown report.")
 	fs.StringVar(&o.jsonPath, "json", "docs/benchmarks.json", "The same figures as JSON.")
+	fs.StringVar(&o.notes, "notes", "docs/benchmarks-notes.md", "Notes written on the figures, put into the Markdown after the targets when the file exists.")
+	fs.BoolVar(&o.render, "render", false, "Write the Markdown report and plots from the JSON of -json, with -notes, and run nothing.")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Bound on one convergence.")
 	fs.BoolVar(&o.memory, "memory", true, "Measure memory, in the runs of one shard.")
 	fs.BoolVar(&o.keepDir, "keep-dir", false, "Keep the control plane's folder and logs.")

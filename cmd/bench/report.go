@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -75,8 +77,8 @@ func loadAvg() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-// write writes the Markdown report and the JSON one.
-func (r *report) write(markdownPath, jsonPath string) error {
+// write writes the JSON report, then the Markdown one with notesPath.
+func (r *report) write(markdownPath, jsonPath, notesPath string) error {
 	j, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -84,18 +86,46 @@ func (r *report) write(markdownPath, jsonPath string) error {
 	if err := os.WriteFile(jsonPath, append(j, '\n'), 0o644); err != nil {
 		return err
 	}
+	return r.render(markdownPath, notesPath)
+}
+
+// render writes the Markdown report and its plots, with the notes at
+// notesPath (Markdown written by hand on the figures: what they mean, and
+// why) after the targets, if that file exists.
+func (r *report) render(markdownPath, notesPath string) error {
+	notes, err := os.ReadFile(notesPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if err := r.plots(filepath.Dir(markdownPath)); err != nil {
 		return err
 	}
-	return os.WriteFile(markdownPath, []byte(r.markdown()), 0o644)
+	return os.WriteFile(markdownPath, []byte(r.markdown(string(notes))), 0o644)
 }
 
-// markdown renders the report.
-func (r *report) markdown() string {
+// readReport reads a report written as JSON.
+func readReport(path string) (*report, error) {
+	j, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r report
+	if err := json.Unmarshal(j, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// markdown renders the report, with notes after the targets.
+func (r *report) markdown(notes string) string {
 	var b strings.Builder
 	r.intro(&b)
 	r.targets(&b)
+	if notes != "" {
+		b.WriteString(strings.TrimSpace(notes) + "\n\n")
+	}
 	r.sideBySide(&b)
+	r.growthTable(&b)
 	r.scaleTable(&b)
 	r.roundsTable(&b)
 	r.convergenceTable(&b)

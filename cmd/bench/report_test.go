@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +100,56 @@ func TestTargetsAreJudgedOnTheFigures(t *testing.T) {
 	}
 	if strings.Contains(side.String(), "N=100,") {
 		t.Errorf("a run without the peer has a side-by-side table:\n%s", side.String())
+	}
+}
+
+func TestGrowthIsMeasuredAgainstTheGrowthOfN(t *testing.T) {
+	op := func(seconds float64) result { return result{Seconds: spread{Median: seconds}} }
+	peer := op(30)
+	r := &report{Runs: []run{
+		{N: 1000, Shards: 1, FloorSeconds: 18, Operator: op(20), Peer: &peer},
+		{N: 1000, Shards: 4, Operator: op(99)},
+		{N: 10000, Shards: 1, FloorSeconds: 200, Operator: op(220)},
+	}}
+	var b strings.Builder
+	r.growthTable(&b)
+	for _, want := range []string{
+		"## Growth from N=1000 to N=10000 (one shard)",
+		"| floor (s) |  | 18.00 | 200.00 | 11.11 | 1.11 |",
+		"| convergence (s) | operator | 20.00 | 220.00 | 11.00 | 1.10 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the growth table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "| peer |") {
+		t.Errorf("a contender not measured at the larger N has a row:\n%s", b.String())
+	}
+}
+
+func TestTheMarkdownIsRenderedAgainFromTheJSONWithTheNotes(t *testing.T) {
+	dir := t.TempDir()
+	md, js, notes := filepath.Join(dir, "b.md"), filepath.Join(dir, "b.json"), filepath.Join(dir, "notes.md")
+	r := &report{Date: "2026-12-05T12:00:00Z", Runs: []run{{N: 10, Shards: 1, Rounds: []round{{FloorSeconds: 1}},
+		Operator: result{Seconds: spread{Median: 1.5}}}}}
+	if err := r.write(md, js, notes); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notes, []byte("## Why\n\nBecause.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := readReport(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.render(md, notes); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "on 2026-12-05T12:00:00Z") || !strings.Contains(string(out), "## Why\n\nBecause.") {
+		t.Errorf("rendered again from the JSON with notes:\n%s", out)
 	}
 }
