@@ -189,7 +189,9 @@ func statefulSetSpec(desired, live appsv1.StatefulSetSpec, exists bool) appsv1.S
 
 // prune deletes the children that inst controls and no longer renders: the
 // StatefulSets and budgets of shards it lost, the budgets when they are
-// off, the client Service when it has no port. It lists them from the cache.
+// off, the client Service when it has no port. It lists them from the
+// cache's index of controllers, as the kubebuilder book's CronJob lists its
+// Jobs.
 func (r *InstallationReconciler) prune(ctx context.Context, inst *linv1.Installation, desired *resources.Children) ([]string, error) {
 	keep := map[string]bool{}
 	for _, obj := range desired.Objects() {
@@ -197,7 +199,7 @@ func (r *InstallationReconciler) prune(ctx context.Context, inst *linv1.Installa
 	}
 	var deleted []string
 	for _, list := range []client.ObjectList{&corev1.ServiceList{}, &appsv1.StatefulSetList{}, &policyv1.PodDisruptionBudgetList{}} {
-		if err := r.List(ctx, list, client.InNamespace(inst.Namespace), client.MatchingLabels(resources.SelectorLabels(inst))); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(inst.Namespace), client.MatchingFields{ownerKey: inst.Name}); err != nil {
 			return nil, err
 		}
 		if err := apimeta.EachListItem(list, func(o runtime.Object) error {
@@ -252,9 +254,19 @@ func (r *InstallationReconciler) degraded(ctx context.Context, inst *linv1.Insta
 	return r.Status().Update(ctx, inst)
 }
 
+// ownerKey indexes the children that prune lists by the name of the
+// Installation that controls them.
+const ownerKey = ".metadata.controller"
+
 // SetupWithManager sets up the controller with the Manager: Installations,
-// and the children it owns, with workers concurrent reconciles.
+// and the children it owns, with workers concurrent reconciles, and the
+// index of the children by their controller.
 func (r *InstallationReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	for _, obj := range []client.Object{&corev1.Service{}, &appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}} {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, ownerKey, controllerName); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&linv1.Installation{}).
 		Owns(&corev1.ConfigMap{}).
@@ -264,4 +276,14 @@ func (r *InstallationReconciler) SetupWithManager(mgr ctrl.Manager, workers int)
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("installation").
 		Complete(r)
+}
+
+// controllerName is the index function of ownerKey: the name of the
+// Installation that controls obj, if one does.
+func controllerName(obj client.Object) []string {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.APIVersion != linv1.SchemeGroupVersion.String() || owner.Kind != "Installation" {
+		return nil
+	}
+	return []string{owner.Name}
 }
