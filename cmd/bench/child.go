@@ -40,9 +40,10 @@ type childOptions struct {
 	// cpuProfile, if set, names a file for the operator's CPU profile over
 	// its whole life.
 	cpuProfile string
-	// heapProfile makes the operator record every allocation, so that a
-	// heap profile accounts for all it holds.
-	heapProfile bool
+	// heapProfile, if set, names a file for a heap profile of the operator
+	// with its memory figures; the operator then records every allocation,
+	// so that the profile accounts for all it holds.
+	heapProfile string
 }
 
 // child is a contender running in a process of its own, as it runs in a
@@ -74,7 +75,7 @@ func (b *bench) startChild(ctx context.Context, c contender, ns string, co child
 		cmd = exec.Command(exe, "-operator-child", "-kubeconfig", b.env.KubeconfigPath, "-namespace", ns,
 			"-workers", strconv.Itoa(b.o.workers), "-qps", fmt.Sprint(b.o.qps), "-burst", strconv.Itoa(b.o.burst),
 			"-child-resync", co.resync.String(), "-stats-socket", socket, "-child-cpuprofile", co.cpuProfile,
-			"-child-heap-profile="+strconv.FormatBool(co.heapProfile),
+			"-child-heap-profile="+strconv.FormatBool(co.heapProfile != ""),
 			"-keep-managed-fields="+strconv.FormatBool(co.keepManagedFields),
 			"-watch-all-children="+strconv.FormatBool(co.watchAllChildren))
 	case thePeer:

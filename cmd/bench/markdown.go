@@ -141,7 +141,7 @@ func (r *report) scale() []run {
 // result, whether less is better, and how to print it.
 type figure struct {
 	name   string
-	value  func(run *run, res *result) (float64, bool)
+	value  func(res *result) (float64, bool)
 	format func(float64) string
 	// spread, if set, prints the least and greatest of the rounds too.
 	spread func(res *result) spread
@@ -149,32 +149,32 @@ type figure struct {
 
 // figures are the figures compared side by side, less being better in each.
 var figures = []figure{
-	{name: "convergence (s)", value: func(_ *run, res *result) (float64, bool) { return res.Seconds.Median, true }, format: f1,
+	{name: "convergence (s)", value: func(res *result) (float64, bool) { return res.Seconds.Median, true }, format: f1,
 		spread: func(res *result) spread { return res.Seconds }},
-	{name: "/ floor, time", value: func(_ *run, res *result) (float64, bool) { return res.Ratio.Median, true }, format: f2,
+	{name: "/ floor, time", value: func(res *result) (float64, bool) { return res.Ratio.Median, true }, format: f2,
 		spread: func(res *result) spread { return res.Ratio }},
-	{name: "/ floor, control-plane CPU", value: func(_ *run, res *result) (float64, bool) { return res.CPURatio.Median, true }, format: f2,
+	{name: "/ floor, control-plane CPU", value: func(res *result) (float64, bool) { return res.CPURatio.Median, true }, format: f2,
 		spread: func(res *result) spread { return res.CPURatio }},
-	{name: "own CPU while converging (s)", value: func(_ *run, res *result) (float64, bool) { return res.Convergence.ProcessCPUSeconds, true }, format: f1},
-	{name: "requests per Installation while converging", value: func(_ *run, res *result) (float64, bool) {
+	{name: "own CPU while converging (s)", value: func(res *result) (float64, bool) { return res.Convergence.ProcessCPUSeconds, true }, format: f1},
+	{name: "requests per Installation while converging", value: func(res *result) (float64, bool) {
 		return requestsPerInstallation(res.Convergence) - 1, true
 	}, format: f2},
-	{name: "reads after sync", value: func(_ *run, res *result) (float64, bool) {
+	{name: "reads after sync", value: func(res *result) (float64, bool) {
 		return float64(res.Convergence.Reads + res.Latency.Reads + total(res.Steady.Reads)), true
 	}, format: f0},
-	{name: "writes on restart", value: func(_ *run, res *result) (float64, bool) { return float64(total(res.Steady.RestartWrites)), true }, format: f0},
-	{name: "writes in 3 resyncs", value: func(_ *run, res *result) (float64, bool) { return float64(total(res.Steady.ResyncWrites)), true }, format: f0},
-	{name: "heap per Installation (KiB)", value: func(_ *run, res *result) (float64, bool) {
+	{name: "writes on restart", value: func(res *result) (float64, bool) { return float64(total(res.Steady.RestartWrites)), true }, format: f0},
+	{name: "writes in 3 resyncs", value: func(res *result) (float64, bool) { return float64(total(res.Steady.ResyncWrites)), true }, format: f0},
+	{name: "heap per Installation (KiB)", value: func(res *result) (float64, bool) {
 		h, _, ok := res.perInstallation()
 		return h / 1024, ok
 	}, format: f1},
-	{name: "RSS per Installation (KiB)", value: func(_ *run, res *result) (float64, bool) {
+	{name: "RSS per Installation (KiB)", value: func(res *result) (float64, bool) {
 		_, r, ok := res.perInstallation()
 		return r / 1024, ok
 	}, format: f1},
-	{name: "restart to synced (s)", value: func(_ *run, res *result) (float64, bool) { return res.Steady.SyncedSeconds, true }, format: f2},
-	{name: "edit to StatefulSet p50 (ms)", value: func(_ *run, res *result) (float64, bool) { return res.Latency.P50Ms, true }, format: f1},
-	{name: "edit to StatefulSet p99 (ms)", value: func(_ *run, res *result) (float64, bool) { return res.Latency.P99Ms, true }, format: f1},
+	{name: "restart to synced (s)", value: func(res *result) (float64, bool) { return res.Steady.SyncedSeconds, true }, format: f2},
+	{name: "edit to StatefulSet p50 (ms)", value: func(res *result) (float64, bool) { return res.Latency.P50Ms, true }, format: f1},
+	{name: "edit to StatefulSet p99 (ms)", value: func(res *result) (float64, bool) { return res.Latency.P99Ms, true }, format: f1},
 }
 
 // sideBySide writes, for each run, every figure of the operator and of the
@@ -190,16 +190,34 @@ func (r *report) sideBySide(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "### N=%d, %d shard%s (floor %.1f s)\n\n", run.N, run.Shards, plural(run.Shards), run.FloorSeconds)
 		var rows [][]string
-		for _, f := range figures {
-			op, okOp := f.value(run, &run.Operator)
-			peer, okPeer := f.value(run, run.Peer)
-			if !okOp || !okPeer {
-				continue
-			}
-			rows = append(rows, []string{f.name, f.cell(&run.Operator, op), f.cell(run.Peer, peer), ratio(peer, op)})
+		for _, c := range run.compared() {
+			rows = append(rows, []string{c.name, c.cell(&run.Operator, c.op), c.cell(run.Peer, c.peer), ratio(c.peer, c.op)})
 		}
 		table(b, []string{"figure", "operator", "peer", "peer / operator"}, rows)
 	}
+}
+
+// comparison is one figure of a run, the operator's and the peer's.
+type comparison struct {
+	figure
+	op, peer float64
+}
+
+// compared returns the figures that both contenders of run have, with
+// their values; none when the peer was not measured.
+func (run *run) compared() []comparison {
+	if run.Peer == nil {
+		return nil
+	}
+	var out []comparison
+	for _, f := range figures {
+		op, okOp := f.value(&run.Operator)
+		peer, okPeer := f.value(run.Peer)
+		if okOp && okPeer {
+			out = append(out, comparison{f, op, peer})
+		}
+	}
+	return out
 }
 
 // cell prints v, with the spread of the rounds when there were several.

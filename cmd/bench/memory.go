@@ -51,7 +51,7 @@ func (b *bench) memory(ctx context.Context, c contender, ns string, n, runN int)
 	var out []memory
 	for _, mc := range configs {
 		m, err := b.memoryChild(ctx, c, ns, childOptions{resync: operator.DefaultResyncPeriod,
-			keepManagedFields: mc.keepManagedFields, watchAllChildren: mc.watchAllChildren}, "")
+			keepManagedFields: mc.keepManagedFields, watchAllChildren: mc.watchAllChildren})
 		if err != nil {
 			return nil, err
 		}
@@ -60,8 +60,8 @@ func (b *bench) memory(ctx context.Context, c contender, ns string, n, runN int)
 	}
 	if b.o.heapProfiles != "" && c == theOperator {
 		// Apart: profiling every allocation takes memory of its own.
-		co := childOptions{resync: operator.DefaultResyncPeriod, heapProfile: true}
-		if _, err := b.memoryChild(ctx, c, ns, co, filepath.Join(b.o.heapProfiles, fmt.Sprintf("heap-%d.pprof", n))); err != nil {
+		co := childOptions{resync: operator.DefaultResyncPeriod, heapProfile: filepath.Join(b.o.heapProfiles, fmt.Sprintf("heap-%d.pprof", n))}
+		if _, err := b.memoryChild(ctx, c, ns, co); err != nil {
 			return nil, err
 		}
 	}
@@ -71,8 +71,8 @@ func (b *bench) memory(ctx context.Context, c contender, ns string, n, runN int)
 // memoryChild starts contender c on ns, lets it sync every Installation
 // once after its caches fill (in sync, that costs no request, so there is
 // nothing to wait on but time), and reads what it holds after a forced
-// collection, with a heap profile to heapProfile if set.
-func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co childOptions, heapProfile string) (m memory, err error) {
+// collection, with a heap profile to co.heapProfile if set.
+func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co childOptions) (m memory, err error) {
 	ch, _, err := b.startChild(ctx, c, ns, co)
 	if err != nil {
 		return m, err
@@ -81,7 +81,7 @@ func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co chil
 	if err := sleep(ctx, 3*time.Second); err != nil {
 		return m, err
 	}
-	s, err := ch.stats.Get(ctx, true, heapProfile)
+	s, err := ch.stats.Get(ctx, true, co.heapProfile)
 	if err != nil {
 		return m, err
 	}

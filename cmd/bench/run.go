@@ -146,37 +146,32 @@ func (rd *round) setFloor(first, second floorResult) {
 // contender's time and ratios.
 func (r *run) summarize() {
 	var floors []float64
-	op, peer := map[string][]float64{}, map[string][]float64{}
-	add := func(m map[string][]float64, rd round, c convergence) {
-		m["s"] = append(m["s"], c.Seconds)
-		m["ratio"] = append(m["ratio"], c.Seconds/rd.FloorSeconds)
-		m["cpu"] = append(m["cpu"], c.ControlPlaneCPUSeconds/rd.FloorCPUSeconds)
-	}
 	for _, rd := range r.Rounds {
 		floors = append(floors, rd.FloorSeconds)
-		add(op, rd, rd.Operator)
-		if rd.Peer != nil {
-			add(peer, rd, *rd.Peer)
-		}
 	}
 	r.FloorSeconds = spreadOf(floors).Median
-	set := func(res *result, m map[string][]float64) {
-		res.Seconds, res.Ratio, res.CPURatio = spreadOf(m["s"]), spreadOf(m["ratio"]), spreadOf(m["cpu"])
-	}
-	set(&r.Operator, op)
-	if r.Peer != nil {
-		set(r.Peer, peer)
-	}
-	for _, c := range []struct {
-		name string
-		res  *result
-	}{{"operator", &r.Operator}, {"peer", r.Peer}} {
-		if c.res != nil {
-			logf("n=%d shards=%d: %s / floor %.2fx (%.2f-%.2f), control plane CPU %.2fx (%.2f-%.2f) over %d rounds",
-				r.N, r.Shards, c.name, c.res.Ratio.Median, c.res.Ratio.Min, c.res.Ratio.Max,
-				c.res.CPURatio.Median, c.res.CPURatio.Min, c.res.CPURatio.Max, len(r.Rounds))
+	for _, e := range r.entries() {
+		var seconds, ratios, cpus []float64
+		for _, rd := range r.Rounds {
+			c := rd.of(e.name)
+			seconds = append(seconds, c.Seconds)
+			ratios = append(ratios, c.Seconds/rd.FloorSeconds)
+			cpus = append(cpus, c.ControlPlaneCPUSeconds/rd.FloorCPUSeconds)
 		}
+		e.res.Seconds, e.res.Ratio, e.res.CPURatio = spreadOf(seconds), spreadOf(ratios), spreadOf(cpus)
+		logf("n=%d shards=%d: %s / floor %.2fx (%.2f-%.2f), control plane CPU %.2fx (%.2f-%.2f) over %d rounds",
+			r.N, r.Shards, e.name, e.res.Ratio.Median, e.res.Ratio.Min, e.res.Ratio.Max,
+			e.res.CPURatio.Median, e.res.CPURatio.Min, e.res.CPURatio.Max, len(r.Rounds))
 	}
+}
+
+// of returns contender c's convergence in the round; every round of a run
+// measures the same contenders.
+func (rd round) of(c contender) convergence {
+	if c == thePeer {
+		return *rd.Peer
+	}
+	return rd.Operator
 }
 
 // timedFloor runs the floor and logs how long it took.

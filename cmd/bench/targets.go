@@ -91,19 +91,11 @@ func (r *report) aheadTarget() target {
 	compared := 0
 	for i := range r.Runs {
 		run := &r.Runs[i]
-		if run.Peer == nil {
-			continue
-		}
-		for _, f := range figures {
-			op, okOp := f.value(run, &run.Operator)
-			peer, okPeer := f.value(run, run.Peer)
-			if !okOp || !okPeer {
-				continue
-			}
+		for _, c := range run.compared() {
 			compared++
-			if op > peer {
+			if c.op > c.peer {
 				t.met = false
-				behind = append(behind, fmt.Sprintf("%s at N=%d shards=%d (%s against %s)", f.name, run.N, run.Shards, f.format(op), f.format(peer)))
+				behind = append(behind, fmt.Sprintf("%s at N=%d shards=%d (%s against %s)", c.name, run.N, run.Shards, c.format(c.op), c.format(c.peer)))
 			}
 		}
 	}
