@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"lin.dev/lin-operator/test/env"
+	"lin.dev/lin-operator/test/harness"
 )
 
 // started is when the benchmark began; progress lines carry the time since.
@@ -109,12 +109,7 @@ func benchmark(ctx context.Context, o options) error {
 func buildPeer(dir, out string) (string, error) {
 	logf("building the controller-runtime peer in %s", dir)
 	bin := filepath.Join(out, "peer")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd")
-	cmd.Dir = dir
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the peer in %s: %w\n%s", dir, err, output)
-	}
-	return bin, nil
+	return bin, harness.GoBuild(dir, "./cmd", bin)
 }
 
 // measure measures one size in rounds: in each, the floor, every

@@ -123,3 +123,21 @@ func BuildOperator(root, out string) error {
 	}
 	return nil
 }
+
+// GoBuild builds the package pkg of the Go module at dir into out with a
+// plain go build.
+func GoBuild(dir, pkg, out string) error {
+	build := exec.Command("go", "build", "-o", out, pkg)
+	build.Dir = dir
+	if output, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, dir, err, output)
+	}
+	return nil
+}
+
+// BuildKubectlLin builds the kubectl plugin of the repository at root into
+// dir, as kubectl-lin, and returns its path.
+func BuildKubectlLin(root, dir string) (string, error) {
+	out := filepath.Join(dir, "kubectl-lin")
+	return out, GoBuild(root, "./cmd/kubectl-lin", out)
+}

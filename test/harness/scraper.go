@@ -2,9 +2,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,16 +42,4 @@ func ScraperToken(t testing.TB, client kubernetes.Interface, namespace, name, cl
 		})
 	}
 	return ServiceAccountToken(t, client, namespace, name)
-}
-
-// BuildKubectlLin builds the kubectl plugin of the repository at root into
-// dir, as kubectl-lin, and returns its path.
-func BuildKubectlLin(root, dir string) (string, error) {
-	out := filepath.Join(dir, "kubectl-lin")
-	build := exec.Command("go", "build", "-o", out, "./cmd/kubectl-lin")
-	build.Dir = root
-	if output, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building kubectl-lin: %w\n%s", err, output)
-	}
-	return out, nil
 }
