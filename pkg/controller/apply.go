@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
 	"lin.dev/lin-operator/pkg/resources"
@@ -99,6 +100,10 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 		if err != nil {
 			return change{}, writeError("updating", w.k.kind, name, err)
 		}
+		if !dryRun && updated.GetResourceVersion() != w.obj.GetResourceVersion() {
+			// An update that stored nothing new has no event.
+			c.echoes.wrote(cache.MetaObjectToName(inst), updated)
+		}
 		return w.done(dryRun, false, updated), nil
 	}
 	created, err := w.k.create(ctx, w.obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: mode})
@@ -107,6 +112,9 @@ func (w *write[T]) send(ctx context.Context, c *Controller, inst *linv1.Installa
 	}
 	if err != nil {
 		return change{}, writeError("creating", w.k.kind, name, err)
+	}
+	if !dryRun {
+		c.echoes.wrote(cache.MetaObjectToName(inst), created)
 	}
 	return w.done(dryRun, true, created), nil
 }

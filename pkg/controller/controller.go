@@ -56,6 +56,8 @@ type Controller struct {
 	deletions *deletions
 	// statusWrites are the status writes the cache has not shown yet.
 	statusWrites *statusWrites
+	// echoes tell the events of the syncs' own writes from news.
+	echoes *echoes
 	// observe records each reconcile's duration and error.
 	observe func(cache.ObjectName, time.Duration, error)
 }
@@ -74,6 +76,7 @@ func New(kubeClient kubernetes.Interface, linClient versioned.Interface, inf *In
 		clusterDomain: opts.ClusterDomain,
 		deletions:     newDeletions(),
 		statusWrites:  newStatusWrites(),
+		echoes:        newEchoes(),
 		observe:       opts.ObserveReconcile,
 	}
 	if c.observe == nil {
@@ -139,7 +142,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 
 	start := time.Now()
+	c.echoes.begin(key)
 	err := c.sync(ctx, key)
+	if c.echoes.end(key) {
+		// News came during the sync: the queue runs it again after Done.
+		c.queue.Add(key)
+	}
 	c.observe(key, time.Since(start), err)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling failed, requeuing", "installation", key)

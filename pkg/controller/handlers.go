@@ -50,19 +50,30 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 		AddFunc: c.enqueueInstallation,
 		// Every update is enqueued, resyncs included: a resync is how drift
 		// that no event announced (a foreign object deleted, say) is found.
-		UpdateFunc: func(_, obj any) { c.enqueueInstallation(obj) },
+		// Only the echo of a sync's own status write is not (see echoes).
+		UpdateFunc: func(old, obj any) {
+			inst, ok := obj.(*linv1.Installation)
+			if !ok {
+				c.enqueueInstallation(obj)
+				return
+			}
+			c.statusWrites.observed(inst)
+			if sameResourceVersion(old, obj) || c.echoes.news(cache.MetaObjectToName(inst), inst) {
+				c.enqueueInstallation(obj)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			c.observeDeletion(obj)
 			c.enqueueInstallation(obj)
 		},
 	}
 	childHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: c.handleChild,
+		AddFunc: c.childChanged,
 		UpdateFunc: func(old, obj any) {
 			// A resync delivers the same object again; only a real change
 			// of a child needs its owner reconciled.
 			if !sameResourceVersion(old, obj) {
-				c.handleChild(obj)
+				c.childChanged(obj)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -115,36 +126,50 @@ func (c *Controller) enqueueInstallation(obj any) {
 	c.queue.Add(key)
 }
 
-// handleChild queues the Installation that controls a child. The owner is
-// resolved by kind and UID, so that a child of a deleted Installation does not
-// wake a new one of the same name. A managed object without a controller (a
-// foreign object that took the operator's label) wakes the Installation it
-// names, which then reports the conflict.
+// handleChild queues the Installation that a child belongs to (see owner).
 func (c *Controller) handleChild(obj any) {
+	if key, _, ok := c.owner(obj); ok {
+		c.queue.Add(key)
+	}
+}
+
+// childChanged queues the Installation that a created or changed child
+// belongs to, unless the event is the echo of its own sync's write.
+func (c *Controller) childChanged(obj any) {
+	if key, m, ok := c.owner(obj); ok && c.echoes.news(key, m) {
+		c.queue.Add(key)
+	}
+}
+
+// owner returns the key of the Installation that controls a child, and the
+// child's metadata. The owner is resolved by kind and UID, so that a child
+// of a deleted Installation does not wake a new one of the same name. A
+// managed object without a controller (a foreign object that took the
+// operator's label) belongs to the Installation it names, which then reports
+// the conflict.
+func (c *Controller) owner(obj any) (cache.ObjectName, metav1.Object, bool) {
 	m, err := apimeta.Accessor(unwrapTombstone(obj))
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("child event with an object without metadata: %T", obj))
-		return
+		return cache.ObjectName{}, nil, false
 	}
 	ref := metav1.GetControllerOf(m)
 	if ref == nil {
-		if name := m.GetLabels()[resources.LabelInstallation]; name != "" {
-			c.queue.Add(cache.ObjectName{Namespace: m.GetNamespace(), Name: name})
-		}
-		return
+		name := m.GetLabels()[resources.LabelInstallation]
+		return cache.ObjectName{Namespace: m.GetNamespace(), Name: name}, m, name != ""
 	}
 	if ref.Kind != "Installation" || ref.APIVersion != linv1.SchemeGroupVersion.String() {
-		return
+		return cache.ObjectName{}, nil, false
 	}
 	l := c.listersFor(m.GetNamespace())
 	if l == nil {
-		return
+		return cache.ObjectName{}, nil, false
 	}
 	inst, err := l.installations.Installations(m.GetNamespace()).Get(ref.Name)
 	if err != nil || inst.UID != ref.UID {
-		return
+		return cache.ObjectName{}, nil, false
 	}
-	c.queue.Add(cache.MetaObjectToName(inst))
+	return cache.MetaObjectToName(inst), m, true
 }
 
 // eventHandler wakes the Installation whose StatefulSet, found in
@@ -180,10 +205,12 @@ func sameResourceVersion(a, b any) bool {
 }
 
 // observeDeletion forgets a deleted object, or a tombstone's, among the
-// deletions the cache had not shown yet.
+// deletions the cache had not shown yet and the writes whose event had not
+// come.
 func (c *Controller) observeDeletion(obj any) {
 	if m, err := apimeta.Accessor(unwrapTombstone(obj)); err == nil {
 		c.deletions.observed(m.GetUID())
+		c.echoes.forget(m.GetUID())
 	}
 }
 

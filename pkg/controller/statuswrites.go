@@ -10,7 +10,7 @@ import (
 
 // statusWrites remembers the Installation that each status write returned
 // until the cache catches up with it. A sync that starts right after a status
-// write (woken by the events of the children that sync wrote) would otherwise
+// write (woken by a child's event, say) would otherwise
 // read the Installation as it was before the write, find its status out of
 // date, and send an update that the API server refuses with a conflict.
 type statusWrites struct {
@@ -54,6 +54,19 @@ func (w *statusWrites) latest(cached *linv1.Installation) *linv1.Installation {
 	}
 	delete(w.written, key)
 	return cached
+}
+
+// observed forgets the write of an Installation once the cache holds inst,
+// from a watch event, and inst is not the version that the write replaced:
+// the cache has caught up. (Without it, a write whose event wakes no sync
+// would be kept until the next one.)
+func (w *statusWrites) observed(inst *linv1.Installation) {
+	key := cache.MetaObjectToName(inst)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.written[key]; ok && s.from != inst.ResourceVersion {
+		delete(w.written, key)
+	}
 }
 
 // forget drops what is remembered of a deleted Installation.

@@ -43,9 +43,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	out := c.reconcile(ctx, inst, l)
+	// Each shard's StatefulSet is decoded from the cache once per sync.
+	live := c.liveShards(inst, l)
+	out := c.reconcile(ctx, inst, l, live)
 	now := metav1.Now()
-	live := writtenShards(inst, c.liveShards(inst, l), out.changes)
+	live = writtenShards(inst, live, out.changes)
 	status := computeStatus(inst, live, withRefusedPods(out, live, l), c.clusterDomain, now)
 	if stall, left := stalled(status.Rollout, resources.ProgressDeadline(inst), now); status.Rollout != nil && !stall {
 		// Nothing may happen until the deadline passes; look again then.
@@ -70,11 +72,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // reconcile renders the children of inst and, unless it is paused, makes the
-// live ones match, then removes the StatefulSets of shards that are gone. It
+// live ones match, then removes the StatefulSets of shards that are gone;
+// live holds the cached StatefulSet of each shard (see liveShards). It
 // goes on past a failed child, so that one conflict does not hold the others
 // back, and writes nothing for a spec that cannot be rendered whole or that
 // the API server refuses (see sendAll).
-func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers) outcome {
+func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) outcome {
 	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {
 		return newOutcome(nil, err)
@@ -85,7 +88,6 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	}
 	// The shards that must wait for their turn in a rollout are written with
 	// the pod template they have; status still compares with desired.
-	live := c.liveShards(inst, l)
 	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
 	out.rolling = plan.rolling
 	var ws []pending
@@ -94,7 +96,7 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		ws = w
 		errs = append(errs, err)
 	}
-	configMaps, services, sets, budgets := c.configMapChild(l), c.serviceChild(l), c.statefulSetChild(l), c.budgetChild(l)
+	configMaps, services, sets, budgets := c.configMapChild(l), c.serviceChild(l), shardsFrom(c.statefulSetChild(l), live), c.budgetChild(l)
 	for _, cm := range desired.ConfigMaps {
 		add(planWrite(ws, inst, configMaps, cm))
 	}
@@ -355,6 +357,22 @@ func (c *Controller) liveShards(inst *linv1.Installation, l *listers) []*appsv1.
 	return shards
 }
 
+// shardsFrom returns sets reading the StatefulSet of a shard from live,
+// decoded already, and any other one from the cache: a name taken by a
+// StatefulSet that the Installation does not control, say.
+func shardsFrom(sets child[*appsv1.StatefulSet], live []*appsv1.StatefulSet) child[*appsv1.StatefulSet] {
+	cached := sets.get
+	sets.get = func(ns, name string) (*appsv1.StatefulSet, error) {
+		for _, sts := range live {
+			if sts != nil && sts.Name == name {
+				return sts, nil
+			}
+		}
+		return cached(ns, name)
+	}
+	return sets
+}
+
 // updateStatus writes status when it differs from the cached one, on a copy:
 // the cached object is shared and never changed. It records a Warning event
 // when the Degraded condition turns true or changes its reason, and not on
@@ -373,6 +391,9 @@ func (c *Controller) updateStatus(ctx context.Context, inst *linv1.Installation,
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
-	c.statusWrites.record(inst.ResourceVersion, written)
+	if !c.echoes.wrote(cache.MetaObjectToName(inst), written) {
+		// The cache does not hold it yet.
+		c.statusWrites.record(inst.ResourceVersion, written)
+	}
 	return nil
 }
