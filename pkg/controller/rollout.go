@@ -78,6 +78,20 @@ func available(sts *appsv1.StatefulSet, want int32) bool {
 	return sts.Status.ReadyReplicas == want && (sts.Spec.MinReadySeconds == 0 || sts.Status.AvailableReplicas == want)
 }
 
+// heldBack reports whether a shard that the plan before a sync's writes held
+// back proceeds in the plan after them. A change that replaces no pod (the
+// StatefulSets' labels, say) settles its shard as soon as it is written, so
+// the next shard may go at once, and no event but the echo of that write
+// would come to say so.
+func heldBack(before, after rolloutPlan) bool {
+	for i, proceed := range before.proceed {
+		if !proceed && i < len(after.proceed) && after.proceed[i] {
+			return true
+		}
+	}
+	return false
+}
+
 // rolloutStatus returns status.rollout for the shard that is rolling (-1:
 // none). The time it started is kept while the same shard rolls to the same
 // generation of the spec, and is now otherwise, or when a restart of the

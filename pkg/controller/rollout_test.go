@@ -149,3 +149,32 @@ func TestRolloutStatusKeepsItsClockForOneShardAndGeneration(t *testing.T) {
 		t.Errorf("a minute into a 2m deadline: stalled %v, %v left", s, left)
 	}
 }
+
+func TestAChangeThatReplacesNoPodLetsTheHeldShardGoInASecondSync(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*linv1.Installation)
+		again bool
+	}{
+		// Shard 0 settles as soon as it is written; no event but the echo
+		// of that write would wake the sync that lets shard 1 go.
+		{"the StatefulSets' labels", func(i *linv1.Installation) {
+			i.Spec.StatefulSets = &linv1.ObjectLabels{Labels: map[string]string{"tier": "data"}}
+		}, true},
+		// Shard 0's pods are replaced: the StatefulSet controller's status
+		// updates wake the syncs that follow.
+		{"the pods' labels", func(i *linv1.Installation) { i.Spec.Pod.Labels = map[string]string{"team": "data"} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			inst := newInstallation()
+			f.seedInSync(inst)
+			tc.edit(inst)
+			inst.Generation++
+			f.run(inst, false)
+			if got := f.controller.queue.Len(); got != map[bool]int{true: 1}[tc.again] {
+				t.Errorf("the sync queued itself %d times, want %d", got, map[bool]int{true: 1}[tc.again])
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ type outcome struct {
 	err error
 	// rolling is the shard a rollout is at (rolloutPlan.rolling); -1: none.
 	rolling int
+	// again is set when the sync's own writes let a shard proceed that its
+	// rollout plan held back (see heldBack).
+	again bool
 }
 
 // newOutcome is the outcome of a sync that rendered desired and failed with err.

@@ -63,6 +63,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 		return errors.Join(out.err, err)
 	}
+	if out.again {
+		// No event will come to say so: the echoes of the sync's own
+		// writes wake nothing (see echoes).
+		c.queue.Add(key)
+	}
 	if out.err != nil && out.permanent {
 		klog.FromContext(ctx).Info("Installation cannot be reconciled until its spec changes",
 			"installation", key, "reason", out.reason, "err", out.err)
@@ -125,6 +130,10 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	c.recordChanges(inst, changes)
 	out.changes = changes
 	errs = append(errs, err)
+	if sent && len(changes) > 0 {
+		after := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, writtenShards(inst, live, changes))
+		out.again = heldBack(plan, after)
+	}
 	if sent {
 		for _, r := range recreate {
 			err := c.recreateStatefulSet(ctx, inst, l, r[0], r[1])
