@@ -85,7 +85,7 @@ type operatorChildOptions struct {
 func (o *options) bind(fs *flag.FlagSet) {
 	o.runs = runList{{100, 1}, {1000, 1}, {1000, 4}, {5000, 1}}
 	fs.Var(&o.runs, "runs", "The runs, comma-separated, each as Installations:shards.")
-	fs.BoolVar(&o.large, "large", false, "Add a run of 10000 Installations of one shard (about 10 minutes more).")
+	fs.BoolVar(&o.large, "large", false, "Add a run of 10000 Installations of one shard (about 20 minutes more).")
 	fs.IntVar(&o.workers, "workers", operator.DefaultWorkers, "The operator's --workers, and the floor's concurrency.")
 	fs.Float64Var(&o.qps, "qps", operator.DefaultQPS, "The operator's --kube-api-qps.")
 	fs.IntVar(&o.burst, "burst", operator.DefaultBurst, "The operator's --kube-api-burst.")
