@@ -42,6 +42,11 @@ type InformerOptions struct {
 	// StatefulSet, not only the operator's. It is there to measure what the
 	// label filter saves; the operator never sets it.
 	WatchAllChildren bool
+	// Children, if set, list and watch the children, packing each as it is
+	// decoded. Without them, the kube client's typed informers do, and the
+	// transform packs what they decode: so it is with the fake clientsets
+	// of unit tests.
+	Children *ChildClients
 }
 
 // NewInformers makes the factories. Child informers are filtered to the
@@ -68,6 +73,9 @@ func NewInformers(kubeClient kubernetes.Interface, linClient versioned.Interface
 			kubeinformers.WithNamespace(ns),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = childSelector }),
 			kubeinformers.WithTransform(transform))
+		if opts.Children != nil {
+			opts.Children.register(inf.Kube[ns], ns, childSelector)
+		}
 		inf.Lin[ns] = lininformers.NewSharedInformerFactoryWithOptions(linClient, opts.ResyncPeriod,
 			lininformers.WithNamespace(ns),
 			lininformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.InstallationSelector }),

@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +20,8 @@ import (
 // packed is how the informers' caches hold a child: the few fields of its
 // metadata that the event handlers and the index read (name, namespace,
 // UID, resourceVersion, owner references, deletion time, and the labels of
-// one that no owner controls), and the whole object as protobuf, which
+// one that no owner controls; a watch's bookmark keeps its end-of-initial-
+// events mark for the reflector), and the whole object as protobuf, which
 // packedLister decodes on each read. Decoded, a child takes 4 to 5 times
 // the memory of its protobuf: every label, annotation, selector and data map
 // is a Go map of at least 300 bytes, and a StatefulSet's struct alone is 1.3
@@ -56,25 +60,79 @@ type message interface {
 	Marshal() ([]byte, error)
 }
 
-// pack returns o as the cache holds it. o is the informer's own decoded
-// copy, which nothing else holds.
-func pack(o message) (*packed, error) {
+// pack returns o as the cache holds it, with managedFields unless
+// keepManagedFields is false: the transform's way, for a child that a
+// typed client decoded.
+func pack(o message, keepManagedFields bool) (*packed, error) {
 	raw, err := o.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("packing %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 	}
-	p := &packed{raw: raw, ObjectMeta: metav1.ObjectMeta{
-		Name:              o.GetName(),
-		Namespace:         share(o.GetNamespace()),
-		UID:               o.GetUID(),
-		ResourceVersion:   o.GetResourceVersion(),
-		DeletionTimestamp: o.GetDeletionTimestamp(),
-		OwnerReferences:   o.GetOwnerReferences(),
+	return packRaw(raw, keepManagedFields)
+}
+
+// packRaw returns the child whose protobuf message is raw (the object
+// itself, with no envelope) as the cache holds it, decoding its metadata
+// alone: field 1 of the message of every Kubernetes kind. The rest of the
+// message is copied as it is; the metadata is written again without
+// managedFields (unless keepManagedFields) and kubectl's last-applied copy,
+// first, as the generated code writes it. raw is not kept.
+func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
+	var meta metav1.ObjectMeta
+	metaStart, metaEnd := -1, -1
+	for off := 0; off < len(raw); {
+		num, typ, n := protowire.ConsumeTag(raw[off:])
+		if n < 0 {
+			return nil, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
+		}
+		start := off
+		off += n
+		n = protowire.ConsumeFieldValue(num, typ, raw[off:])
+		if n < 0 {
+			return nil, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
+		}
+		if num == 1 && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(raw[off:])
+			if err := meta.Unmarshal(v); err != nil {
+				return nil, fmt.Errorf("unpacking a child's metadata: %w", err)
+			}
+			metaStart, metaEnd = start, off+n
+		}
+		off += n
+	}
+	if metaStart < 0 {
+		return nil, errors.New("unpacking a child: it has no metadata")
+	}
+	if !keepManagedFields {
+		meta.ManagedFields = nil
+	}
+	delete(meta.Annotations, lastApplied)
+	size := meta.Size()
+	out := make([]byte, 0, protowire.SizeTag(1)+protowire.SizeBytes(size)+len(raw)-(metaEnd-metaStart))
+	out = protowire.AppendTag(out, 1, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(size))
+	out = out[:len(out)+size]
+	if _, err := meta.MarshalToSizedBuffer(out[len(out)-size:]); err != nil {
+		return nil, fmt.Errorf("packing %s/%s: %w", meta.Namespace, meta.Name, err)
+	}
+	out = append(append(out, raw[:metaStart]...), raw[metaEnd:]...)
+	p := &packed{raw: out, ObjectMeta: metav1.ObjectMeta{
+		Name:              meta.Name,
+		Namespace:         share(meta.Namespace),
+		UID:               meta.UID,
+		ResourceVersion:   meta.ResourceVersion,
+		DeletionTimestamp: meta.DeletionTimestamp,
+		OwnerReferences:   meta.OwnerReferences,
 	}}
 	shareOwners(p.OwnerReferences)
-	if metav1.GetControllerOf(o) == nil {
+	if metav1.GetControllerOf(&meta) == nil {
 		// handleChild wakes the Installation that its label names.
-		p.Labels = o.GetLabels()
+		p.Labels = meta.Labels
+	}
+	if v, ok := meta.Annotations[metav1.InitialEventsAnnotationKey]; ok {
+		// The bookmark that ends a watch's initial events, which the
+		// reflector knows by this mark.
+		p.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
 	}
 	return p, nil
 }

@@ -33,6 +33,10 @@ func Transform(obj any) (any, error) {
 
 // transform is Transform, keeping managedFields when keepManagedFields is set.
 func transform(obj any, keepManagedFields bool) (any, error) {
+	if p, ok := obj.(*packed); ok {
+		// Packed as it was decoded (see ChildClients).
+		return p, nil
+	}
 	m, err := apimeta.Accessor(obj)
 	if err != nil {
 		// A tombstone, whose object went through the transform already.
@@ -44,13 +48,13 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 	delete(m.GetAnnotations(), lastApplied)
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		return pack(o)
+		return pack(o, keepManagedFields)
 	case *corev1.Service:
-		return pack(o)
+		return pack(o, keepManagedFields)
 	case *appsv1.StatefulSet:
-		return pack(o)
+		return pack(o, keepManagedFields)
 	case *policyv1.PodDisruptionBudget:
-		return pack(o)
+		return pack(o, keepManagedFields)
 	}
 	// The items of a LIST of a custom resource keep their kind and
 	// apiVersion, the objects of a watch do not: the cache holds one shape,

@@ -40,18 +40,25 @@ func unpacked(t *testing.T, cached any, like runtime.Object) metav1.Object {
 	return got
 }
 
+// withWhatIsDropped returns a copy of obj with managedFields and kubectl's
+// last-applied copy, which the caches drop.
+func withWhatIsDropped(obj runtime.Object) runtime.Object {
+	c := obj.DeepCopyObject()
+	m := c.(metav1.Object)
+	m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
+	annotations := map[string]string{lastApplied: "{}"}
+	for k, v := range m.GetAnnotations() {
+		annotations[k] = v
+	}
+	m.SetAnnotations(annotations)
+	return c
+}
+
 func TestTransformDropsWhatIsNeverReadAndPacksChildren(t *testing.T) {
 	inst, served := loadServed(t)
 	for _, obj := range append(served.Objects(), inst) {
 		want := obj.DeepCopyObject().(metav1.Object)
-		in := obj.DeepCopyObject().(metav1.Object)
-		in.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
-		annotations := map[string]string{lastApplied: "{}"}
-		for k, v := range want.GetAnnotations() {
-			annotations[k] = v
-		}
-		in.SetAnnotations(annotations)
-		cached, err := Transform(in)
+		cached, err := Transform(withWhatIsDropped(obj))
 		if err != nil {
 			t.Fatal(err)
 		}

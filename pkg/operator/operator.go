@@ -132,9 +132,13 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the lin.dev client: %w", err)
 	}
+	children, err := controller.NewChildClients(watchConfig, cfg.KeepManagedFields)
+	if err != nil {
+		return nil, fmt.Errorf("making the children's clients: %w", err)
+	}
 	inf := controller.NewInformers(kubeWatchClient, linWatchClient, controller.InformerOptions{
 		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
-		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren,
+		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren, Children: children,
 	})
 	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
 		ClusterDomain: cfg.ClusterDomain,
