@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +23,11 @@ type memory struct {
 	// managedFields and whether the label filter was off.
 	KeepManagedFields bool `json:"keepManagedFields"`
 	WatchAllChildren  bool `json:"watchAllChildren"`
-	// HeapInuseBytes is runtime.MemStats.HeapInuse after a forced GC.
+	// HeapInuseBytes is runtime.MemStats.HeapInuse after a forced GC, and
+	// HeapAllocBytes HeapAlloc then: the objects still reachable, without
+	// the free slots of the spans that hold them.
 	HeapInuseBytes uint64 `json:"heapInuseBytes"`
+	HeapAllocBytes uint64 `json:"heapAllocBytes"`
 	// RSSBytes is VmRSS from /proc/self/status, after memory was returned to the OS.
 	RSSBytes uint64 `json:"rssBytes"`
 	// Writes are the operator's writes, events included: zero when in sync.
@@ -69,23 +71,25 @@ func (b *bench) memory(ctx context.Context, c contender, ns string, n, runN int)
 }
 
 // memoryChild starts contender c on ns, lets it sync every Installation
-// once after its caches fill (in sync, that costs no request, so there is
-// nothing to wait on but time), and reads what it holds after a forced
-// collection, with a heap profile to co.heapProfile if set.
+// once after its caches fill, and reads what it holds after a forced
+// collection, with a heap profile to co.heapProfile if set. In sync, the
+// first syncs cost no request, so their end shows only in the process's CPU
+// time: a collection while they run would count what they have in hand, and
+// every object allocated while it marks, as held.
 func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co childOptions) (m memory, err error) {
 	ch, _, err := b.startChild(ctx, c, ns, co)
 	if err != nil {
 		return m, err
 	}
 	defer func() { err = errors.Join(err, ch.stop()) }()
-	if err := sleep(ctx, 3*time.Second); err != nil {
-		return m, err
+	if err := ch.idle(ctx); err != nil {
+		return m, fmt.Errorf("waiting for the %s's first syncs: %w", c, err)
 	}
 	s, err := ch.stats.Get(ctx, true, co.heapProfile)
 	if err != nil {
 		return m, err
 	}
-	return memory{HeapInuseBytes: s.HeapInuseBytes, RSSBytes: s.RSSBytes, Writes: total(writes(s.Requests)),
+	return memory{HeapInuseBytes: s.HeapInuseBytes, HeapAllocBytes: s.HeapAllocBytes, RSSBytes: s.RSSBytes, Writes: total(writes(s.Requests)),
 		KeepManagedFields: co.keepManagedFields, WatchAllChildren: co.watchAllChildren}, nil
 }
 

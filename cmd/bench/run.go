@@ -107,7 +107,7 @@ func (b *bench) runOne(ctx context.Context, c contender, size runSize, withMemor
 		return r, nil, err
 	}
 	logf("n=%d shards=%d: %s restart synced in %.2fs; writes on restart %v, in 3 resyncs %v, reads %v", n, shards, c,
-		r.Steady.SyncedSeconds, r.Steady.RestartWrites, r.Steady.ResyncWrites, r.Steady.Reads)
+		r.Steady.Synced.Median, r.Steady.RestartWrites, r.Steady.ResyncWrites, r.Steady.Reads)
 	if withMemory {
 		m, err := b.memory(ctx, c, ns, n, n)
 		r.Memory = append(r.Memory, m...)

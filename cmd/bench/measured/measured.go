@@ -33,6 +33,10 @@ type Stats struct {
 	// when the request asked for it (gc=1).
 	HeapInuseBytes uint64 `json:"heapInuseBytes"`
 	RSSBytes       uint64 `json:"rssBytes"`
+	// HeapAllocBytes is runtime.MemStats.HeapAlloc: after a forced
+	// collection, the bytes of the objects still reachable. HeapInuse holds
+	// them and the free slots of the spans they are in.
+	HeapAllocBytes uint64 `json:"heapAllocBytes"`
 }
 
 // Serve serves Stats on a Unix socket at path until ctx ends: from counter,
@@ -61,7 +65,7 @@ func Serve(ctx context.Context, path string, counter *harness.RequestCounter, sy
 			return
 		}
 		_ = json.NewEncoder(w).Encode(Stats{Synced: synced(), Requests: counter.Snapshot(), Conflicts: counter.Conflicts(),
-			HeapInuseBytes: ms.HeapInuse, RSSBytes: rss})
+			HeapInuseBytes: ms.HeapInuse, RSSBytes: rss, HeapAllocBytes: ms.HeapAlloc})
 	})}
 	go func() {
 		<-ctx.Done()
