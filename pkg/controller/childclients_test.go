@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,5 +92,30 @@ func TestTheChildClientsDecodeListsBookmarksAndErrors(t *testing.T) {
 	truncated := served(t, children.StatefulSets[0])
 	if obj, _, err := s.Decode(truncated[:len(truncated)-3], nil, nil); err == nil {
 		t.Errorf("a truncated StatefulSet decoded as %+v, want an error", obj)
+	}
+}
+
+func TestAChildWithoutOrWithTwiceItsMetadataIsRefused(t *testing.T) {
+	_, children := loadServed(t)
+	raw, err := children.ConfigMaps[0].Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := children.ConfigMaps[0].ObjectMeta.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaField := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), meta)
+	withoutMeta := raw[len(metaField):]
+	for name, b := range map[string][]byte{
+		"without metadata":    withoutMeta,
+		"with metadata twice": append(append([]byte{}, metaField...), raw...),
+	} {
+		if p, err := packRaw(b, false); err == nil {
+			t.Errorf("a ConfigMap %s packed as %+v, want an error", name, p)
+		}
+	}
+	if _, err := packRaw(raw, false); err != nil {
+		t.Errorf("the ConfigMap itself: %v", err)
 	}
 }

@@ -60,9 +60,8 @@ type message interface {
 	Marshal() ([]byte, error)
 }
 
-// pack returns o as the cache holds it, with managedFields unless
-// keepManagedFields is false: the transform's way, for a child that a
-// typed client decoded.
+// pack returns o as the cache holds it (see packRaw): the transform's way,
+// for a child that a typed client decoded.
 func pack(o message, keepManagedFields bool) (*packed, error) {
 	raw, err := o.Marshal()
 	if err != nil {
@@ -92,6 +91,10 @@ func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
 			return nil, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
 		}
 		if num == 1 && typ == protowire.BytesType {
+			if metaStart >= 0 {
+				// Protobuf would merge the two; the API server never sends that.
+				return nil, errors.New("unpacking a child: it has its metadata twice")
+			}
 			v, _ := protowire.ConsumeBytes(raw[off:])
 			if err := meta.Unmarshal(v); err != nil {
 				return nil, fmt.Errorf("unpacking a child's metadata: %w", err)
