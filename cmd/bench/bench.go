@@ -144,6 +144,33 @@ func quiet(ctx context.Context, ch *child) error {
 	})
 }
 
+// A child is idle when it used less than idleCPU of CPU time in the last
+// idleWindow; it has then done what its start gave it to do. idleTimeout
+// bounds the wait: the first syncs of 10,000 Installations take seconds.
+const (
+	idleWindow  = time.Second
+	idleCPU     = 20 * time.Millisecond
+	idleTimeout = 2 * time.Minute
+)
+
+// idle waits until the child is idle. In sync, a contender's first syncs
+// make no request, so quiet cannot see their end; its CPU time can.
+func idle(ctx context.Context, ch *child) error {
+	last, err := ch.cpu()
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, idleWindow, idleTimeout, false, func(context.Context) (bool, error) {
+		now, err := ch.cpu()
+		if err != nil {
+			return false, err
+		}
+		used := now - last
+		last = now
+		return used < idleCPU, nil
+	})
+}
+
 // controlPlaneCPU returns the CPU time that etcd and kube-apiserver have used
 // so far. What a run adds to it is what the run cost the control plane, a
 // figure that other work on the machine disturbs far less than time does.

@@ -122,39 +122,6 @@ func (ch *child) requests(ctx context.Context) (map[string]int, error) {
 // cpu returns the CPU time the child has used so far.
 func (ch *child) cpu() (time.Duration, error) { return measured.CPUTime(ch.cmd.Process.Pid) }
 
-// The child is idle when it used less than idleCPU of CPU time in the last
-// idleWindow; it has then done what its start gave it to do.
-const (
-	idleWindow = time.Second
-	idleCPU    = 20 * time.Millisecond
-	// idleTimeout bounds the wait: the first syncs of 10,000 Installations
-	// take seconds.
-	idleTimeout = 2 * time.Minute
-)
-
-// idle waits until the child is idle, for at most idleTimeout.
-func (ch *child) idle(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, idleTimeout)
-	defer cancel()
-	last, err := ch.cpu()
-	if err != nil {
-		return err
-	}
-	for {
-		if err := sleep(ctx, idleWindow); err != nil {
-			return err
-		}
-		now, err := ch.cpu()
-		if err != nil {
-			return err
-		}
-		if now-last < idleCPU {
-			return nil
-		}
-		last = now
-	}
-}
-
 // stop ends the child with SIGTERM, as a pod's end would, and waits for it.
 func (ch *child) stop() error {
 	if err := ch.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -82,7 +82,7 @@ func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co chil
 		return m, err
 	}
 	defer func() { err = errors.Join(err, ch.stop()) }()
-	if err := ch.idle(ctx); err != nil {
+	if err := idle(ctx, ch); err != nil {
 		return m, fmt.Errorf("waiting for the %s's first syncs: %w", c, err)
 	}
 	s, err := ch.stats.Get(ctx, true, co.heapProfile)

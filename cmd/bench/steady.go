@@ -35,8 +35,8 @@ const restartSamples = 3
 // on ns, whose Installations are in sync, and counts its requests until its
 // first resync, then for three resync periods more. Then it starts c again,
 // restartSamples-1 times with the default resync period, to time the start
-// alone, and stops it once its first syncs are done; the writes of those starts count as writes on
-// restart too.
+// alone, and stops it once its first syncs are done; the writes of those
+// starts count as writes on restart too.
 func (b *bench) restart(ctx context.Context, c contender, ns string) (st steadyState, err error) {
 	st, synced, err := b.steady(ctx, c, ns)
 	if err != nil {
@@ -53,7 +53,7 @@ func (b *bench) restart(ctx context.Context, c contender, ns string) (st steadyS
 		}
 		times = append(times, synced.Seconds())
 		// Stopped once its first syncs are done, as the steady one was.
-		err = ch.idle(ctx)
+		err = idle(ctx, ch)
 		reqs, rerr := ch.requests(ctx)
 		if err = errors.Join(err, rerr, ch.stop()); err != nil {
 			return st, err
