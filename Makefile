@@ -107,13 +107,14 @@ test-chaos: tools
 
 ## bench: measures the operator and its controller-runtime peer
 ## (cmd/bench/peer) against a local control plane (etcd with fsync) next to a
-## plain client writing the same objects, at N = 100, 1000 and 5000
-## Installations of one shard and 1000 of four (3 rounds at N=1000), and
+## plain client writing the same objects, at N = 100 and 1000 Installations
+## of one shard and 1000 of four (3 rounds at N=1000), and
 ## writes docs/benchmarks.md (with docs/benchmarks-notes.md), docs/benchmarks.json
 ## and the plots beside them, with the top of the operator's CPU profile at
 ## N=1000 (the profile itself stays in .state/bench); under 30 minutes.
 ## BENCH_ARGS="-runs 50:1 -rounds 1" for a quick one, "-large" to add
-## N=10000, "-render" to write the Markdown again from the JSON.
+## N=5000 and 10000 (about 35 minutes more), "-render" to write the Markdown
+## again from the JSON.
 BENCH_PROFILE := .state/bench/operator.cpu.pprof
 .PHONY: bench
 bench: tools

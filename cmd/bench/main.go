@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -79,7 +80,7 @@ func benchmark(ctx context.Context, o options) error {
 	rep := newReport(o)
 	runs := o.runs
 	if o.large {
-		runs = append(runs, runSize{N: 10000, Shards: 1})
+		runs = append(slices.Clip(runs), largeRuns...)
 	}
 	var peer string
 	if o.peer {
