@@ -185,3 +185,24 @@ func (b *bench) controlPlaneCPU() (time.Duration, error) {
 	}
 	return sum, nil
 }
+
+// stealMark is a reading of the machine's steal, the CPU time the
+// hypervisor gave to other guests: on a shared host a phase that lost much
+// of its time to them is slower than the machine made it.
+type stealMark struct{ steal, total int64 }
+
+// markSteal reads the machine's steal so far.
+func markSteal() (stealMark, error) {
+	steal, total, err := measured.Steal()
+	return stealMark{steal, total}, err
+}
+
+// percentSince returns the share of the machine's CPU time since m that
+// went to other guests, in percent.
+func (m stealMark) percentSince() (float64, error) {
+	now, err := markSteal()
+	if err != nil || now.total <= m.total {
+		return 0, err
+	}
+	return 100 * float64(now.steal-m.steal) / float64(now.total-m.total), nil
+}

@@ -24,6 +24,9 @@ type convergence struct {
 	// meanwhile, and ProcessCPUSeconds the contender's own.
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
 	ProcessCPUSeconds      float64 `json:"processCPUSeconds"`
+	// StealPercent is the share of the machine's CPU time that went to other
+	// guests of its host meanwhile.
+	StealPercent float64 `json:"stealPercent"`
 	// Requests are the contender's requests after its caches synced (the
 	// namespace was empty then), until it had been quiet for a second.
 	Requests map[string]int `json:"requests"`
@@ -62,6 +65,10 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 	if err != nil {
 		return convergence{}, err
 	}
+	steal, err := markSteal()
+	if err != nil {
+		return convergence{}, err
+	}
 	began := time.Now()
 	err = parallel(ctx, n, b.o.workers, func(ctx context.Context, i int) error {
 		_, err := b.lin.LinV1().Installations(ns).Create(ctx, newInstallation(ns, i, shards), metav1.CreateOptions{})
@@ -84,6 +91,10 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 	if err != nil {
 		return convergence{}, err
 	}
+	stolen, err := steal.percentSince()
+	if err != nil {
+		return convergence{}, err
+	}
 	if err := b.childrenComplete(ctx, ns, n, shards); err != nil {
 		return convergence{}, err
 	}
@@ -101,6 +112,7 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
 		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
 		ProcessCPUSeconds:      (own - ownBefore).Seconds(),
+		StealPercent:           stolen,
 		Requests:               requests,
 		Conflicts:              harness.Diff(after.Conflicts, before.Conflicts),
 		Reads:                  total(harness.Reads(requests)),

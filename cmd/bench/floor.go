@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,9 @@ type floorResult struct {
 	// ControlPlaneCPUSeconds is the CPU time etcd and kube-apiserver spent
 	// meanwhile.
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
+	// StealPercent is the share of the machine's CPU time that went to other
+	// guests of its host meanwhile.
+	StealPercent float64 `json:"stealPercent"`
 }
 
 // floor writes, on as many goroutines as the operator has workers and with no
@@ -33,15 +37,24 @@ type floorResult struct {
 // with the operator's field manager. Nothing is read and nothing compared,
 // so the API server alone bounds it. It is timed as the operator is, until
 // the benchmark's watch has seen every status, so that the watch costs the
-// control plane as much in both.
-func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
+// control plane as much in both. With unrelated > 0 its namespace first gets
+// as many unrelated ConfigMaps and Services, as a contender's does when its
+// memory is measured.
+func (b *bench) floor(ctx context.Context, n, shards, unrelated int) (floorResult, error) {
 	ns, err := b.namespace(ctx, "floor")
 	if err != nil {
+		return floorResult{}, err
+	}
+	if err := b.addUnrelated(ctx, ns, unrelated); err != nil {
 		return floorResult{}, err
 	}
 	t := b.newTracker(ctx, ns, n)
 	defer t.stop()
 	cpuBefore, err := b.controlPlaneCPU()
+	if err != nil {
+		return floorResult{}, err
+	}
+	steal, err := markSteal()
 	if err != nil {
 		return floorResult{}, err
 	}
@@ -60,11 +73,13 @@ func (b *bench) floor(ctx context.Context, n, shards int) (floorResult, error) {
 	}
 	elapsed := doneAt.Sub(began)
 	cpu, err := b.controlPlaneCPU()
+	stolen, serr := steal.percentSince()
 	return floorResult{
 		Seconds:                elapsed.Seconds(),
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
 		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
-	}, err
+		StealPercent:           stolen,
+	}, errors.Join(err, serr)
 }
 
 // writeInstallation creates inst, then its children, then writes the status

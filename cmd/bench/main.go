@@ -130,9 +130,16 @@ func measure(ctx context.Context, o options, peer string, size runSize) (r run, 
 	for i := range rounds {
 		var rd round
 		var first, second floorResult
+		// The round that measures memory puts unrelated objects next to the
+		// contenders' Installations before they converge; the floor gets
+		// them too, so that both write next to as many objects.
+		unrelated := 0
+		if i == 0 && o.memory && size.Shards == 1 {
+			unrelated = o.unrelated
+		}
 		floor := func(f *floorResult) func(b *bench) error {
 			return func(b *bench) (err error) {
-				*f, err = b.timedFloor(ctx, size.N, size.Shards)
+				*f, err = b.timedFloor(ctx, size, unrelated)
 				return err
 			}
 		}
@@ -194,7 +201,7 @@ func onNewControlPlane(ctx context.Context, o options, peer string, fn func(b *b
 	}
 	// The first writes to a new API server are slow (connections, caches,
 	// the CRD's storage); a floor run that is not reported absorbs that.
-	if _, err := b.floor(ctx, 50, 1); err != nil {
+	if _, err := b.floor(ctx, 50, 1, 0); err != nil {
 		return fmt.Errorf("warming up: %w", err)
 	}
 	b.peerBinary = peer

@@ -66,7 +66,12 @@ const method = `How each figure is made:
   in the runs of one shard. Per Installation is the growth from 0 divided
   by N. The unrelated objects are there from the start, so in those runs
   the contenders also converge next to them (their label selectors keep
-  them out of the caches); the floor's namespaces hold none.
+  them out of the caches), and so does the floor of that round: its
+  namespace gets as many before it is timed.
+- **Steal**: the share of the machine's CPU time that the hypervisor gave
+  to other guests of its host (from /proc/stat) while each floor and each
+  contender converged. A phase with much of it ran slower than the machine
+  would have made it: its ratios say less.
 - **Profile**: with -cpuprofile, the CPU profile of the operator's process
   while it converges and takes the edits, in the run of -profile-n
   Installations of one shard.
@@ -295,15 +300,16 @@ func (r *report) roundsTable(b *strings.Builder) {
 			} else {
 				row = append(row, "", "", "")
 			}
-			rows = append(rows, row)
+			rows = append(rows, append(row, f1(rd.mostSteal())))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	b.WriteString("## Rounds\n\nEach round has floors of its own, before and after the contenders; the recorded ratios are the medians.\n\n")
+	b.WriteString("## Rounds\n\nEach round has floors of its own, before and after the contenders; the recorded ratios are the medians. " +
+		"Steal is the share of the machine's CPU time that went to other guests of its host, in the phase of the round that lost the most.\n\n")
 	table(b, []string{"N", "shards", "round", "floor (s)", "floor control-plane CPU (s)", "operator (s)", "operator / floor",
-		"operator / floor, CPU", "peer (s)", "peer / floor", "peer / floor, CPU"}, rows)
+		"operator / floor, CPU", "peer (s)", "peer / floor", "peer / floor, CPU", "most steal (%)"}, rows)
 }
 
 // profileSection writes the top of the operator's CPU profile, if a run took it.
@@ -337,19 +343,20 @@ func (r *report) perRun(b *strings.Builder, title string, header []string, row f
 func (r *report) convergenceTable(b *strings.Builder) {
 	r.perRun(b, "Convergence (first round)", []string{"children", "floor (s), before / after", "contender (s)", "contender / floor",
 		"floor children/s", "contender children/s", "control plane CPU (s): floor before / after, contender",
-		"contender / floor, CPU", "contender's own CPU (s)"}, func(run *run, res *result) []string {
+		"contender / floor, CPU", "contender's own CPU (s)", "steal (%): floor before / after, contender"}, func(run *run, res *result) []string {
 		rd := run.Rounds[0]
-		var floors, cpus []string
+		var floors, cpus, steals []string
 		for _, f := range rd.Floor {
 			floors = append(floors, f1(f.Seconds))
 			cpus = append(cpus, f1(f.ControlPlaneCPUSeconds))
+			steals = append(steals, f1(f.StealPercent))
 		}
 		c := res.Convergence
 		children := run.N * childrenPer(run.Shards)
 		return []string{d(children), strings.Join(floors, " / "), f1(c.Seconds), "**" + f2(c.Seconds/rd.FloorSeconds) + "**",
 			fmt.Sprintf("%.0f", float64(children)/rd.FloorSeconds), fmt.Sprintf("%.0f", c.ChildrenPerSecond),
 			strings.Join(cpus, " / ") + ", " + f1(c.ControlPlaneCPUSeconds), f2(c.ControlPlaneCPUSeconds / rd.FloorCPUSeconds),
-			f1(c.ProcessCPUSeconds)}
+			f1(c.ProcessCPUSeconds), strings.Join(steals, " / ") + ", " + f1(c.StealPercent)}
 	})
 }
 

@@ -97,7 +97,7 @@ func (b *bench) memoryChild(ctx context.Context, c contender, ns string, co chil
 // operator does not manage, as other applications would have there.
 func (b *bench) addUnrelated(ctx context.Context, ns string, count int) error {
 	data := map[string]string{"settings.conf": strings.Repeat("key=value\n", 100)}
-	return parallel(ctx, count, b.o.workers, func(ctx context.Context, i int) error {
+	err := parallel(ctx, count, b.o.workers, func(ctx context.Context, i int) error {
 		meta := metav1.ObjectMeta{Name: "other-" + strconv.Itoa(i), Namespace: ns, Labels: map[string]string{"app": "other"}}
 		if _, err := b.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: data}, metav1.CreateOptions{}); err != nil {
 			return err
@@ -108,4 +108,8 @@ func (b *bench) addUnrelated(ctx context.Context, ns string, count int) error {
 		_, err := b.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("creating unrelated objects: %w", err)
+	}
+	return nil
 }

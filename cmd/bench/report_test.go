@@ -153,3 +153,18 @@ func TestTheMarkdownIsRenderedAgainFromTheJSONWithTheNotes(t *testing.T) {
 		t.Errorf("rendered again from the JSON with notes:\n%s", out)
 	}
 }
+
+func TestTheTablesShowEachPhasesSteal(t *testing.T) {
+	rd := round{Floor: []floorResult{{Seconds: 10, StealPercent: 1}, {Seconds: 10, StealPercent: 31.4}}, FloorSeconds: 10, FloorCPUSeconds: 20,
+		Operator: convergence{Seconds: 11, ControlPlaneCPUSeconds: 22, StealPercent: 8.4}, Peer: &convergence{Seconds: 12, ControlPlaneCPUSeconds: 24, StealPercent: 2}}
+	r := &report{Runs: []run{{N: 1000, Shards: 1, Rounds: []round{rd, rd},
+		Operator: result{Convergence: rd.Operator}, Peer: &result{Convergence: *rd.Peer}}}}
+	var b strings.Builder
+	r.convergenceTable(&b)
+	r.roundsTable(&b)
+	for _, want := range []string{"| 1.0 / 31.4, 8.4 |", "| 1.0 / 31.4, 2.0 |", "| 1.20 | 31.4 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the tables lack %q:\n%s", want, b.String())
+		}
+	}
+}

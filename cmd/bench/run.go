@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"lin.dev/lin-operator/pkg/operator"
@@ -130,7 +129,7 @@ func (b *bench) convergeOnly(ctx context.Context, c contender, size runSize) (co
 	defer func() { err = errors.Join(err, ch.stop()) }()
 	conv, err = b.converge(ctx, ch, ns, size.N, size.Shards)
 	if err == nil {
-		logf("n=%d shards=%d: %s took %.1fs", size.N, size.Shards, c, conv.Seconds)
+		logf("n=%d shards=%d: %s took %.1fs (steal %.1f%%)", size.N, size.Shards, c, conv.Seconds, conv.StealPercent)
 	}
 	return conv, err
 }
@@ -174,11 +173,12 @@ func (rd round) of(c contender) convergence {
 	return rd.Operator
 }
 
-// timedFloor runs the floor and logs how long it took.
-func (b *bench) timedFloor(ctx context.Context, n, shards int) (floorResult, error) {
-	f, err := b.floor(ctx, n, shards)
+// timedFloor runs the floor of size, next to unrelated objects, and logs
+// how long it took.
+func (b *bench) timedFloor(ctx context.Context, size runSize, unrelated int) (floorResult, error) {
+	f, err := b.floor(ctx, size.N, size.Shards, unrelated)
 	if err == nil {
-		logf("n=%d shards=%d: floor took %.1fs", n, shards, f.Seconds)
+		logf("n=%d shards=%d: floor took %.1fs (steal %.1f%%)", size.N, size.Shards, f.Seconds, f.StealPercent)
 	}
 	return f, err
 }
@@ -204,8 +204,8 @@ func (b *bench) convergeAndEdit(ctx context.Context, c contender, r *result, ns 
 	if r.Convergence, err = b.converge(ctx, ch, ns, size.N, size.Shards); err != nil {
 		return nil, err
 	}
-	logf("n=%d shards=%d: %s took %.1fs (its own CPU %.1fs); requests %s; conflicts %s", size.N, size.Shards, c,
-		r.Convergence.Seconds, r.Convergence.ProcessCPUSeconds, harness.Format(r.Convergence.Requests), harness.Format(r.Convergence.Conflicts))
+	logf("n=%d shards=%d: %s took %.1fs (its own CPU %.1fs, steal %.1f%%); requests %s; conflicts %s", size.N, size.Shards, c,
+		r.Convergence.Seconds, r.Convergence.ProcessCPUSeconds, r.Convergence.StealPercent, harness.Format(r.Convergence.Requests), harness.Format(r.Convergence.Conflicts))
 	if r.Latency, err = b.latency(ctx, ch, ns, size.N, size.Shards); err != nil {
 		return nil, err
 	}
@@ -217,7 +217,19 @@ func (b *bench) convergeAndEdit(ctx context.Context, c contender, r *result, ns 
 // contender c watching it before any of the run's runN Installations is there.
 func (b *bench) emptyMemory(ctx context.Context, c contender, ns string, runN int) ([]memory, error) {
 	if err := b.addUnrelated(ctx, ns, b.o.unrelated); err != nil {
-		return nil, fmt.Errorf("creating unrelated objects: %w", err)
+		return nil, err
 	}
 	return b.memory(ctx, c, ns, 0, runN)
+}
+
+// mostSteal returns the highest steal of the round's phases, in percent.
+func (rd round) mostSteal() float64 {
+	most := rd.Operator.StealPercent
+	if rd.Peer != nil {
+		most = max(most, rd.Peer.StealPercent)
+	}
+	for _, f := range rd.Floor {
+		most = max(most, f.StealPercent)
+	}
+	return most
 }

@@ -58,7 +58,7 @@ func TestStatsReportTheRequestsTheSyncAndTheMemory(t *testing.T) {
 	}
 }
 
-func TestCPUTimeAndRSSOfThisProcess(t *testing.T) {
+func TestCPUTimeAndRSSOfThisProcessAndTheMachinesSteal(t *testing.T) {
 	cpu, err := CPUTime(os.Getpid())
 	if err != nil || cpu < 0 {
 		t.Errorf("CPU time %v, %v", cpu, err)
@@ -68,5 +68,9 @@ func TestCPUTimeAndRSSOfThisProcess(t *testing.T) {
 	}
 	if _, err := RSS(-1); err == nil {
 		t.Error("the RSS of no process: no error")
+	}
+	steal, total, err := Steal()
+	if err != nil || steal < 0 || total <= 0 || steal > total {
+		t.Errorf("steal %d of %d ticks, %v", steal, total, err)
 	}
 }

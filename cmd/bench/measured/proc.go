@@ -50,3 +50,35 @@ func RSS(pid int) (uint64, error) {
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status: %v", pid, s.Err())
 }
+
+// Steal reads, from the first line of /proc/stat, the CPU time of all the
+// machine's cores so far and the part of it that the hypervisor gave to
+// other guests (steal), both in ticks.
+func Steal() (steal, total int64, err error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	if !s.Scan() {
+		return 0, 0, fmt.Errorf("/proc/stat is empty: %v", s.Err())
+	}
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice;
+	// guest time is counted in user time already.
+	fields := strings.Fields(s.Text())
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("the first line of /proc/stat is not the cpu line with a steal field: %q", s.Text())
+	}
+	for i, f := range fields[1:9] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += n
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, total, nil
+}
