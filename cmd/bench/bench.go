@@ -186,23 +186,37 @@ func (b *bench) controlPlaneCPU() (time.Duration, error) {
 	return sum, nil
 }
 
-// stealMark is a reading of the machine's steal, the CPU time the
-// hypervisor gave to other guests: on a shared host a phase that lost much
-// of its time to them is slower than the machine made it.
-type stealMark struct{ steal, total int64 }
-
-// markSteal reads the machine's steal so far.
-func markSteal() (stealMark, error) {
-	steal, total, err := measured.Steal()
-	return stealMark{steal, total}, err
+// phaseMark is what the machine had used when a timed phase began.
+type phaseMark struct {
+	// cpu is the control plane's CPU time (see controlPlaneCPU).
+	cpu time.Duration
+	// steal and total are the machine's steal, the CPU time the hypervisor
+	// gave to other guests, and all its CPU time, in ticks: on a shared
+	// host a phase that lost much of its time to them is slower than the
+	// machine made it.
+	steal, total int64
 }
 
-// percentSince returns the share of the machine's CPU time since m that
-// went to other guests, in percent.
-func (m stealMark) percentSince() (float64, error) {
-	now, err := markSteal()
-	if err != nil || now.total <= m.total {
-		return 0, err
+// markPhase reads what the machine has used so far, at the start of a phase.
+func (b *bench) markPhase() (phaseMark, error) {
+	cpu, err := b.controlPlaneCPU()
+	if err != nil {
+		return phaseMark{}, err
 	}
-	return 100 * float64(now.steal-m.steal) / float64(now.total-m.total), nil
+	steal, total, err := measured.Steal()
+	return phaseMark{cpu: cpu, steal: steal, total: total}, err
+}
+
+// since returns the control plane's CPU seconds since the phase began at
+// m, and the share of the machine's CPU time that went to other guests
+// meanwhile, in percent.
+func (b *bench) since(m phaseMark) (cpuSeconds, stealPercent float64, err error) {
+	now, err := b.markPhase()
+	if err != nil {
+		return 0, 0, err
+	}
+	if now.total > m.total {
+		stealPercent = 100 * float64(now.steal-m.steal) / float64(now.total-m.total)
+	}
+	return (now.cpu - m.cpu).Seconds(), stealPercent, nil
 }

@@ -57,15 +57,11 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 	if err != nil {
 		return convergence{}, err
 	}
-	cpuBefore, err := b.controlPlaneCPU()
+	phase, err := b.markPhase()
 	if err != nil {
 		return convergence{}, err
 	}
 	ownBefore, err := ch.cpu()
-	if err != nil {
-		return convergence{}, err
-	}
-	steal, err := markSteal()
 	if err != nil {
 		return convergence{}, err
 	}
@@ -83,15 +79,11 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 	if err != nil {
 		return convergence{}, err
 	}
-	cpu, err := b.controlPlaneCPU()
+	cpu, stolen, err := b.since(phase)
 	if err != nil {
 		return convergence{}, err
 	}
 	own, err := ch.cpu()
-	if err != nil {
-		return convergence{}, err
-	}
-	stolen, err := steal.percentSince()
 	if err != nil {
 		return convergence{}, err
 	}
@@ -110,7 +102,7 @@ func (b *bench) converge(ctx context.Context, ch *child, ns string, n, shards in
 	return convergence{
 		Seconds:                elapsed.Seconds(),
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
-		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
+		ControlPlaneCPUSeconds: cpu,
 		ProcessCPUSeconds:      (own - ownBefore).Seconds(),
 		StealPercent:           stolen,
 		Requests:               requests,

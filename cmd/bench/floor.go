@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,11 +49,7 @@ func (b *bench) floor(ctx context.Context, n, shards, unrelated int) (floorResul
 	}
 	t := b.newTracker(ctx, ns, n)
 	defer t.stop()
-	cpuBefore, err := b.controlPlaneCPU()
-	if err != nil {
-		return floorResult{}, err
-	}
-	steal, err := markSteal()
+	phase, err := b.markPhase()
 	if err != nil {
 		return floorResult{}, err
 	}
@@ -72,14 +67,13 @@ func (b *bench) floor(ctx context.Context, n, shards, unrelated int) (floorResul
 		return floorResult{}, fmt.Errorf("floor in %s: %w", ns, err)
 	}
 	elapsed := doneAt.Sub(began)
-	cpu, err := b.controlPlaneCPU()
-	stolen, serr := steal.percentSince()
+	cpu, stolen, err := b.since(phase)
 	return floorResult{
 		Seconds:                elapsed.Seconds(),
 		ChildrenPerSecond:      float64(n*childrenPer(shards)) / elapsed.Seconds(),
-		ControlPlaneCPUSeconds: (cpu - cpuBefore).Seconds(),
+		ControlPlaneCPUSeconds: cpu,
 		StealPercent:           stolen,
-	}, errors.Join(err, serr)
+	}, err
 }
 
 // writeInstallation creates inst, then its children, then writes the status
