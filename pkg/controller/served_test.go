@@ -17,7 +17,7 @@ import (
 // loadServed returns the Installation and children of testdata/served: as the
 // API server stored them, every default applied. The integration test
 // TestServedObjectsInTestdataAreCurrent keeps them current.
-func loadServed(t *testing.T) (*linv1.Installation, *resources.Children) {
+func loadServed(t testing.TB) (*linv1.Installation, *resources.Children) {
 	t.Helper()
 	inst, ch := &linv1.Installation{}, &resources.Children{}
 	for file, v := range map[string]any{"installation.yaml": inst, "children.yaml": ch} {

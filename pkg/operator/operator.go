@@ -128,7 +128,7 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
 	}
-	linWatchClient, err := versioned.NewForConfig(watchConfig)
+	linWatchClient, err := controller.NewInstallationWatchClient(watchConfig)
 	if err != nil {
 		return nil, fmt.Errorf("making the lin.dev client: %w", err)
 	}
