@@ -106,21 +106,33 @@ func TestTheInstallationsClientDecodesWhatClientGoDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := watchStream(t,
-		`{"type":"ADDED","object":`+inst+`}`,
-		`{"type":"BOOKMARK","object":`+bookmark+`}`,
-		`{"object":`+inst+`,"type":"MODIFIED"}`,
-		`{"type":"MODIFIED","object":`+string(kindFirst)+`}`,
-		`{"type": "DELETED", "object": `+inst+` }`,
-		`{"type":"ERROR","object":`+status+`}`,
-	)
-	want := decodeWatch(t, scheme.Codecs.WithoutConversion(), stream)
-	got := decodeWatch(t, installationSerializers{scheme.Codecs.WithoutConversion()}, stream)
-	if len(want) != 6 {
-		t.Fatalf("client-go decoded %d events, want 6", len(want))
+	added := `{"type":"ADDED","object":` + inst + `}`
+	events := []string{
+		added,
+		`{"type":"BOOKMARK","object":` + bookmark + `}`,
+		`{"object":` + inst + `,"type":"MODIFIED"}`,
+		`{"type":"MODIFIED","object":` + string(kindFirst) + `}`,
+		`{"type": "DELETED", "object": ` + inst + ` }`,
+		`{"type":"ERROR","object":` + status + `}`,
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("decoded\n%#v\nwant\n%#v", got, want)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, []byte(added), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	for name, stream := range map[string][]byte{
+		// Two events of the API server's shape, then the others.
+		"served first":          watchStream(t, events...),
+		"pretty first":          watchStream(t, append([]string{pretty.String()}, events...)...),
+		"no newline at the end": bytes.TrimSuffix(watchStream(t, added, added), []byte("\n")),
+	} {
+		want := decodeWatch(t, scheme.Codecs.WithoutConversion(), stream)
+		got := decodeWatch(t, installationSerializers{scheme.Codecs.WithoutConversion()}, stream)
+		if len(want) < 2 {
+			t.Fatalf("%s: client-go decoded %d events", name, len(want))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded\n%#v\nwant\n%#v", name, got, want)
+		}
 	}
 }
 

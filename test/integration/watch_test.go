@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,11 +35,14 @@ func TestTheRequestTimeoutDoesNotCutTheWatches(t *testing.T) {
 
 // TestTheAPIServerWritesInstallationEventsInTheShapeTheWatchClientCuts reads
 // a watch of Installations as the informers start it, a streamed list, and
-// checks that every event has the shape whose decoding the Installations'
-// watch client shortens (pkg/controller, installationclient.go), and that
-// the client decodes what the generated one does.
+// checks that every event comes on a line of its own, in the shape whose
+// reading the Installations' watch client shortens (pkg/controller,
+// installationclient.go), and that the client decodes what the generated
+// one does.
 func TestTheAPIServerWritesInstallationEventsInTheShapeTheWatchClientCuts(t *testing.T) {
-	ctx := t.Context()
+	// Were the events not on lines of their own, the second would not come.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	ns := harness.Namespace(t, testEnv.Client)
 	created := create(t, harness.NewInstallation(ns, "demo"))
 	watchClient, err := controller.NewInstallationWatchClient(testEnv.Config)
