@@ -35,7 +35,7 @@ func NewInstallationWatchClient(cfg *rest.Config) (versioned.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	gv := linv1.SchemeGroupVersion
 	cfg.GroupVersion, cfg.APIPath = &gv, "/apis"
-	cfg.NegotiatedSerializer = installationSerializers{scheme.Codecs.WithoutConversion()}
+	cfg.NegotiatedSerializer = installationSerializers{rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
