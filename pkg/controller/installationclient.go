@@ -97,11 +97,12 @@ func (d installationDecoder) Decode(data []byte, defaults *schema.GroupVersionKi
 
 // watchEventDecoder cuts a watch event's type and object apart when the
 // event has the shape that the API server writes, {"type":"…","object":{…}},
-// and hands anything else to the serializer it embeds. The framer has
-// already checked that the event is one whole JSON value, and the object's
-// decoder checks the object. An envelope with a field after the object
-// would leave it at the object's end, which that decoder refuses: the API
-// server's WatchEvent has had these two fields alone since v1.
+// and hands anything else to the serializer it embeds. The framer has found
+// the event's end (eventLineFramer by its newline, client-go's by scanning
+// it), and the object's decoder checks the object. An envelope with a field
+// after the object would leave it at the object's end, which that decoder
+// refuses: the API server's WatchEvent has had these two fields alone since
+// v1.
 type watchEventDecoder struct {
 	runtime.Serializer
 }
