@@ -35,7 +35,7 @@ func NewInstallationWatchClient(cfg *rest.Config) (versioned.Interface, error) {
 	cfg = rest.CopyConfig(cfg)
 	gv := linv1.SchemeGroupVersion
 	cfg.GroupVersion, cfg.APIPath = &gv, "/apis"
-	cfg.NegotiatedSerializer = installationSerializers{rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()}
+	cfg.NegotiatedSerializer = installationSerializers{generatedClientSerializers()}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -44,6 +44,12 @@ func NewInstallationWatchClient(cfg *rest.Config) (versioned.Interface, error) {
 		return nil, err
 	}
 	return versioned.New(client), nil
+}
+
+// generatedClientSerializers are the codecs of the generated clientset
+// (its setConfigDefaults), which installationSerializers wrap.
+func generatedClientSerializers() runtime.NegotiatedSerializer {
+	return rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()
 }
 
 // installationSerializers are the generated client's, with the JSON ones'
@@ -69,7 +75,7 @@ func (s installationSerializers) SupportedMediaTypes() []runtime.SerializerInfo 
 
 // installationPrefix starts an Installation as the API server writes it: it
 // encodes a custom resource from a map, whose keys come sorted.
-var installationPrefix = []byte(`{"apiVersion":"lin.dev/v1","kind":"Installation",`)
+var installationPrefix = []byte(`{"apiVersion":"` + linv1.SchemeGroupVersion.String() + `","kind":"Installation",`)
 
 // installationDecoder decodes an Installation that starts with
 // installationPrefix straight into its type, with the decoding options of

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	restclientwatch "k8s.io/client-go/rest/watch"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
-	"lin.dev/lin-operator/pkg/client/clientset/versioned/scheme"
 )
 
 // convergedInstallation is the served Installation as a converged one comes
@@ -62,13 +62,8 @@ func servedJSON(t testing.TB, obj any) []byte {
 }
 
 // watchStream writes events as the API server does, one JSON value each.
-func watchStream(t testing.TB, events ...string) []byte {
-	var b bytes.Buffer
-	for _, e := range events {
-		b.WriteString(e)
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
+func watchStream(events ...string) []byte {
+	return []byte(strings.Join(events, "\n") + "\n")
 }
 
 // decodeWatch decodes every event of stream as a watch of Installations
@@ -121,12 +116,12 @@ func TestTheInstallationsClientDecodesWhatClientGoDecodes(t *testing.T) {
 	}
 	for name, stream := range map[string][]byte{
 		// Two events of the API server's shape, then the others.
-		"served first":          watchStream(t, events...),
-		"pretty first":          watchStream(t, append([]string{pretty.String()}, events...)...),
-		"no newline at the end": bytes.TrimSuffix(watchStream(t, added, added), []byte("\n")),
+		"served first":          watchStream(events...),
+		"pretty first":          watchStream(append([]string{pretty.String()}, events...)...),
+		"no newline at the end": bytes.TrimSuffix(watchStream(added, added), []byte("\n")),
 	} {
-		want := decodeWatch(t, scheme.Codecs.WithoutConversion(), stream)
-		got := decodeWatch(t, installationSerializers{scheme.Codecs.WithoutConversion()}, stream)
+		want := decodeWatch(t, generatedClientSerializers(), stream)
+		got := decodeWatch(t, installationSerializers{generatedClientSerializers()}, stream)
 		if len(want) < 2 {
 			t.Fatalf("%s: client-go decoded %d events", name, len(want))
 		}
@@ -162,10 +157,10 @@ func TestOnlyTheAPIServersShapeOfAWatchEventIsCut(t *testing.T) {
 // converged Installation as client-go does and as the Installations' client does.
 func BenchmarkInstallationWatchEvents(b *testing.B) {
 	event := `{"type":"ADDED","object":` + string(servedJSON(b, convergedInstallation(b))) + `}`
-	stream := watchStream(b, slices.Repeat([]string{event}, 100)...)
+	stream := watchStream(slices.Repeat([]string{event}, 100)...)
 	for name, serializers := range map[string]runtime.NegotiatedSerializer{
-		"client-go":     scheme.Codecs.WithoutConversion(),
-		"installations": installationSerializers{scheme.Codecs.WithoutConversion()},
+		"client-go":     generatedClientSerializers(),
+		"installations": installationSerializers{generatedClientSerializers()},
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
