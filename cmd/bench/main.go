@@ -120,11 +120,11 @@ func buildPeer(dir, out string) (string, error) {
 // every address it gave on each Service it makes): on one control plane
 // the operator would start where the first floor left off, and the second
 // floor where the operator did. The first round measures every figure; the
-// others, at N=ratioN, convergence alone.
+// others, at N up to ratioN, convergence and edits alone.
 func measure(ctx context.Context, o options, peer string, size runSize) (r run, err error) {
 	r = run{N: size.N, Shards: size.Shards}
 	rounds := 1
-	if size.N == ratioN {
+	if size.N <= ratioN {
 		rounds = o.rounds
 	}
 	for i := range rounds {
@@ -147,16 +147,16 @@ func measure(ctx context.Context, o options, peer string, size runSize) (r run, 
 			return r, err
 		}
 		for _, c := range o.contenders() {
-			var conv convergence
+			var cr contenderRound
 			err := onNewControlPlane(ctx, o, peer, func(b *bench) (err error) {
 				if i > 0 {
-					conv, err = b.convergeOnly(ctx, c, size)
+					cr, err = b.convergeAndEditOnly(ctx, c, size)
 					return err
 				}
 				withMemory := o.memory && size.Shards == 1
 				withProfile := c == theOperator && o.cpuProfile != "" && size == runSize{o.profileN, 1}
 				res, prof, err := b.runOne(ctx, c, size, withMemory, withProfile)
-				conv = res.Convergence
+				cr = contenderRound{res.Convergence, res.Latency}
 				if c == thePeer {
 					r.Peer = &res
 				} else {
@@ -168,9 +168,9 @@ func measure(ctx context.Context, o options, peer string, size runSize) (r run, 
 				return r, err
 			}
 			if c == thePeer {
-				rd.Peer = &conv
+				rd.Peer = &cr
 			} else {
-				rd.Operator = conv
+				rd.Operator = cr
 			}
 		}
 		if err := onNewControlPlane(ctx, o, peer, floor(&second)); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // method says how every figure is made; it opens the report. Its verbs
-// are the rounds at N=ratioN and the resync period of the restarts.
+// are the rounds at N up to ratioN and the resync period of the restarts.
 const method = `How each figure is made:
 
 - **Contenders**: lin-operator, and its peer written with controller-runtime
@@ -37,8 +37,8 @@ const method = `How each figure is made:
   counts every address it gave on each Service it makes). Time on a shared machine is noisy:
   the CPU time that etcd and kube-apiserver spent in each run (from
   /proc) says, with far less noise, what each run cost the control plane.
-  At N=%d there are %d rounds; the ratios are their medians, with the least
-  and the greatest.
+  At N up to %d there are %d rounds; the ratios are their medians, with
+  the least and the greatest.
 - **Requests**: counted at the contender's client transport by verb and
   resource, from the moment its caches synced (the namespace was empty)
   until it had been quiet for a second. The least writes an Installation
@@ -46,9 +46,10 @@ const method = `How each figure is made:
   dry runs (which change nothing) are counted apart.
 - **Latency**: after convergence, one Installation at a time, spread over
   all N, gets a new image; the time runs from the edit until the
-  benchmark's watch sees the new image on the StatefulSet of shard 0. The
-  contender so far has the operator's default resync period (10 minutes): no resync
-  falls in these runs.
+  benchmark's watch sees the new image on the StatefulSet of shard 0. Each
+  round times its own edits; the p50 and p99 are the medians of the
+  rounds'. The contender so far has the operator's default resync period
+  (10 minutes): no resync falls in these runs.
 - **Restart and steady state**: then a new process of the contender replaces it, with a
   resync period of %s. Its writes (events included) are counted from its
   start until its first resync (the first sync of every Installation falls
@@ -181,8 +182,10 @@ var figures = []figure{
 		return r / 1024, ok
 	}, format: f1},
 	{name: "restart to synced (s)", value: func(res *result) (float64, bool) { return res.Steady.Synced.Median, true }, format: f2},
-	{name: "edit to StatefulSet p50 (ms)", value: func(res *result) (float64, bool) { return res.Latency.P50Ms, true }, format: f1},
-	{name: "edit to StatefulSet p99 (ms)", value: func(res *result) (float64, bool) { return res.Latency.P99Ms, true }, format: f1},
+	{name: "edit to StatefulSet p50 (ms)", value: func(res *result) (float64, bool) { return res.EditP50Ms.Median, true }, format: f1,
+		spread: func(res *result) spread { return res.EditP50Ms }},
+	{name: "edit to StatefulSet p99 (ms)", value: func(res *result) (float64, bool) { return res.EditP99Ms.Median, true }, format: f1,
+		spread: func(res *result) spread { return res.EditP99Ms }},
 }
 
 // sideBySide writes, for each run, every figure of the operator and of the
@@ -233,11 +236,16 @@ func (f figure) cell(res *result, v float64) string {
 	if f.spread == nil {
 		return f.format(v)
 	}
-	s := f.spread(res)
+	return withSpread(f.spread(res), f.format)
+}
+
+// withSpread prints the median of s, with the least and the greatest when
+// they differ.
+func withSpread(s spread, format func(float64) string) string {
 	if s.Min == s.Max {
-		return f.format(v)
+		return format(s.Median)
 	}
-	return fmt.Sprintf("%s (%s-%s)", f.format(v), f.format(s.Min), f.format(s.Max))
+	return fmt.Sprintf("%s (%s-%s)", format(s.Median), format(s.Min), format(s.Max))
 }
 
 // ratio prints a / b, "-" when both are zero and "inf" when only b is.
@@ -277,7 +285,7 @@ func (r *report) scaleTable(b *strings.Builder) {
 			}
 			cells = append(cells, []string{d(run.N), string(e.name), f1(run.FloorSeconds), f1(e.res.Seconds.Median),
 				"**" + f2(e.res.Ratio.Median) + "**", f2(e.res.CPURatio.Median), heap, rss, f2(e.res.Steady.Synced.Median),
-				f1(e.res.Latency.P50Ms) + " / " + f1(e.res.Latency.P99Ms), d(total(e.res.Steady.ResyncWrites))})
+				f1(e.res.EditP50Ms.Median) + " / " + f1(e.res.EditP99Ms.Median), d(total(e.res.Steady.ResyncWrites))})
 		}
 	}
 	table(b, []string{"N", "contender", "floor (s)", "contender (s)", "contender / floor", "contender / floor, CPU",
@@ -293,12 +301,11 @@ func (r *report) roundsTable(b *strings.Builder) {
 			continue
 		}
 		for i, rd := range run.Rounds {
-			row := []string{d(run.N), d(run.Shards), d(i + 1), f1(rd.FloorSeconds), f1(rd.FloorCPUSeconds),
-				f1(rd.Operator.Seconds), f2(rd.Operator.Seconds / rd.FloorSeconds), f2(rd.Operator.ControlPlaneCPUSeconds / rd.FloorCPUSeconds)}
+			row := append([]string{d(run.N), d(run.Shards), d(i + 1), f1(rd.FloorSeconds), f1(rd.FloorCPUSeconds)}, rd.Operator.cells(rd)...)
 			if rd.Peer != nil {
-				row = append(row, f1(rd.Peer.Seconds), f2(rd.Peer.Seconds/rd.FloorSeconds), f2(rd.Peer.ControlPlaneCPUSeconds/rd.FloorCPUSeconds))
+				row = append(row, rd.Peer.cells(rd)...)
 			} else {
-				row = append(row, "", "", "")
+				row = append(row, "", "", "", "")
 			}
 			rows = append(rows, append(row, f1(rd.mostSteal())))
 		}
@@ -306,10 +313,19 @@ func (r *report) roundsTable(b *strings.Builder) {
 	if len(rows) == 0 {
 		return
 	}
-	b.WriteString("## Rounds\n\nEach round has floors of its own, before and after the contenders; the recorded ratios are the medians. " +
-		"Steal is the share of the machine's CPU time that went to other guests of its host, in the phase of the round that lost the most.\n\n")
+	b.WriteString("## Rounds\n\nEach round has floors of its own, before and after the contenders; the recorded ratios and " +
+		"percentiles of edits are the medians. Steal is the share of the machine's CPU time that went to other guests of its host, " +
+		"in the phase of the round that lost the most.\n\n")
 	table(b, []string{"N", "shards", "round", "floor (s)", "floor control-plane CPU (s)", "operator (s)", "operator / floor",
-		"operator / floor, CPU", "peer (s)", "peer / floor", "peer / floor, CPU", "most steal (%)"}, rows)
+		"operator / floor, CPU", "operator's edits p50 / p99 (ms)", "peer (s)", "peer / floor", "peer / floor, CPU",
+		"peer's edits p50 / p99 (ms)", "most steal (%)"}, rows)
+}
+
+// cells are a contender's columns of the rounds table: its convergence
+// and ratios to the round's floor, and its edits.
+func (c contenderRound) cells(rd round) []string {
+	return []string{f1(c.Seconds), f2(c.Seconds / rd.FloorSeconds), f2(c.ControlPlaneCPUSeconds / rd.FloorCPUSeconds),
+		f1(c.Edits.P50Ms) + " / " + f1(c.Edits.P99Ms)}
 }
 
 // profileSection writes the top of the operator's CPU profile, if a run took it.
@@ -371,14 +387,16 @@ func (r *report) requestsTable(b *strings.Builder) {
 		})
 }
 
-// latencyTable writes the edit latencies.
+// latencyTable writes the edit latencies: the percentiles as medians of
+// the rounds, the rest as the first round measured them.
 func (r *report) latencyTable(b *strings.Builder) {
-	r.perRun(b, "Edit to StatefulSet update, under N in-sync Installations", []string{"edits", "p50 (ms)", "p99 (ms)",
-		"max (ms)", "writes per edit (least)", "dry runs per edit"}, func(_ *run, res *result) []string {
-		l := res.Latency
-		return []string{d(l.Samples), f1(l.P50Ms), f1(l.P99Ms), f1(l.MaxMs),
-			fmt.Sprintf("%.2f (%d)", l.WritesPerEdit, l.ExpectedWrites), f2(l.DryRunsPerEdit)}
-	})
+	r.perRun(b, "Edit to StatefulSet update, under N in-sync Installations", []string{"edits per round", "p50 (ms), rounds' median",
+		"p99 (ms), rounds' median", "max (ms), first round", "writes per edit (least), first round", "dry runs per edit, first round"},
+		func(_ *run, res *result) []string {
+			l := res.Latency
+			return []string{d(l.Samples), withSpread(res.EditP50Ms, f1), withSpread(res.EditP99Ms, f1), f1(l.MaxMs),
+				fmt.Sprintf("%.2f (%d)", l.WritesPerEdit, l.ExpectedWrites), f2(l.DryRunsPerEdit)}
+		})
 }
 
 // steadyTable writes the requests of a restart and of steady state.
@@ -460,7 +478,7 @@ var growths = []growth{
 		return 0, false
 	}},
 	{"restart to synced (s)", func(_ *run, res *result) (float64, bool) { return res.Steady.Synced.Median, true }},
-	{"edit to StatefulSet p99 (ms)", func(_ *run, res *result) (float64, bool) { return res.Latency.P99Ms, true }},
+	{"edit to StatefulSet p99 (ms)", func(_ *run, res *result) (float64, bool) { return res.EditP99Ms.Median, true }},
 }
 
 // growthTable writes how each figure grew from the run of ratioN

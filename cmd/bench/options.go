@@ -54,9 +54,10 @@ type options struct {
 	// peer measures the controller-runtime peer too, built from peerDir.
 	peer    bool
 	peerDir string
-	// rounds is how many times the runs of ratioN Installations measure
-	// the convergence of the floor and the contenders; their medians are
-	// the recorded ratios.
+	// rounds is how many times the runs of up to ratioN Installations
+	// measure the convergence of the floor and the contenders, and the
+	// contenders' edits; their medians are the recorded ratios and
+	// percentiles.
 	rounds int
 
 	// child is set in the process that bench starts to run the operator.
@@ -105,7 +106,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 	fs.BoolVar(&o.peer, "peer", true, "Measure the controller-runtime peer (cmd/bench/peer) too.")
 	fs.StringVar(&o.peerDir, "peer-dir", "cmd/bench/peer", "The peer's Go module, built before the runs.")
-	fs.IntVar(&o.rounds, "rounds", 3, fmt.Sprintf("Rounds of convergence at N=%d, whose medians are the recorded ratios.", ratioN))
+	fs.IntVar(&o.rounds, "rounds", 3, fmt.Sprintf("Rounds of convergence and edits at N up to %d, whose medians are the recorded ratios and percentiles.", ratioN))
 
 	fs.BoolVar(&o.child.enabled, "operator-child", false, "Internal: run the operator, serving its figures on -stats-socket.")
 	fs.StringVar(&o.child.kubeconfig, "kubeconfig", "", "Internal: the operator child's kubeconfig.")

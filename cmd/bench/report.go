@@ -45,7 +45,7 @@ type settings struct {
 	ResyncSeconds  float64 `json:"resyncSeconds"`
 	LatencySamples int     `json:"latencySamples"`
 	Unrelated      int     `json:"unrelated"`
-	// Rounds are the rounds of convergence at N=ratioN.
+	// Rounds are the rounds of convergence and edits at N up to ratioN.
 	Rounds int `json:"rounds"`
 }
 

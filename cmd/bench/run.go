@@ -14,10 +14,10 @@ type run struct {
 	// N is the number of Installations, Shards the shards of each.
 	N      int `json:"n"`
 	Shards int `json:"shards"`
-	// Rounds are the measures of convergence, each of the floor and of
-	// every contender on control planes of their own: the first round
-	// measures every other figure too; more rounds (-rounds, at N=ratioN)
-	// measure convergence alone.
+	// Rounds are the measures of convergence and of edits, each of the
+	// floor and of every contender on control planes of their own: the
+	// first round measures every other figure too; more rounds (-rounds, at
+	// N up to ratioN) measure convergence and edits alone.
 	Rounds []round `json:"rounds"`
 	// FloorSeconds is the median of the rounds' floors.
 	FloorSeconds float64 `json:"floorSeconds"`
@@ -36,9 +36,18 @@ type round struct {
 	// FloorSeconds and FloorCPUSeconds are the means of the two floors.
 	FloorSeconds    float64 `json:"floorSeconds"`
 	FloorCPUSeconds float64 `json:"floorCPUSeconds"`
-	// Operator and Peer are the contenders' convergence.
-	Operator convergence  `json:"operator"`
-	Peer     *convergence `json:"peer,omitempty"`
+	// Operator and Peer are what the contenders did in the round.
+	Operator contenderRound  `json:"operator"`
+	Peer     *contenderRound `json:"peer,omitempty"`
+}
+
+// contenderRound is what one contender did in a round: it converged, then
+// took the edits. A single run of edits has a p99 that one slow request
+// moves, so each round times its own and the recorded percentiles are
+// their medians, as the ratios are.
+type contenderRound struct {
+	convergence
+	Edits editLatency `json:"edits"`
 }
 
 // result is what one contender did in a run.
@@ -49,6 +58,10 @@ type result struct {
 	Seconds  spread `json:"seconds"`
 	Ratio    spread `json:"ratio"`
 	CPURatio spread `json:"cpuRatio"`
+	// EditP50Ms and EditP99Ms are the percentiles of edit to StatefulSet:
+	// the medians over the rounds of each round's, with their spread.
+	EditP50Ms spread `json:"editP50Ms"`
+	EditP99Ms spread `json:"editP99Ms"`
 	// Convergence, Steady and Latency are those of the first round.
 	Convergence convergence `json:"convergence"`
 	Steady      steadyState `json:"steady"`
@@ -115,23 +128,16 @@ func (b *bench) runOne(ctx context.Context, c contender, size runSize, withMemor
 	return r, prof, nil
 }
 
-// convergeOnly measures the convergence of contender c alone, for the
-// rounds after the first.
-func (b *bench) convergeOnly(ctx context.Context, c contender, size runSize) (conv convergence, err error) {
+// convergeAndEditOnly measures the convergence of contender c and the
+// latency of edits alone, for the rounds after the first.
+func (b *bench) convergeAndEditOnly(ctx context.Context, c contender, size runSize) (contenderRound, error) {
 	ns, err := b.namespace(ctx, string(c))
 	if err != nil {
-		return conv, err
+		return contenderRound{}, err
 	}
-	ch, _, err := b.startChild(ctx, c, ns, childOptions{resync: operator.DefaultResyncPeriod})
-	if err != nil {
-		return conv, err
-	}
-	defer func() { err = errors.Join(err, ch.stop()) }()
-	conv, err = b.converge(ctx, ch, ns, size.N, size.Shards)
-	if err == nil {
-		logf("n=%d shards=%d: %s took %.1fs (steal %.1f%%)", size.N, size.Shards, c, conv.Seconds, conv.StealPercent)
-	}
-	return conv, err
+	var r result
+	_, err = b.convergeAndEdit(ctx, c, &r, ns, size, false)
+	return contenderRound{r.Convergence, r.Latency}, err
 }
 
 // setFloor records the two floor runs of a round.
@@ -150,23 +156,27 @@ func (r *run) summarize() {
 	}
 	r.FloorSeconds = spreadOf(floors).Median
 	for _, e := range r.entries() {
-		var seconds, ratios, cpus []float64
+		var seconds, ratios, cpus, p50s, p99s []float64
 		for _, rd := range r.Rounds {
 			c := rd.of(e.name)
 			seconds = append(seconds, c.Seconds)
 			ratios = append(ratios, c.Seconds/rd.FloorSeconds)
 			cpus = append(cpus, c.ControlPlaneCPUSeconds/rd.FloorCPUSeconds)
+			p50s = append(p50s, c.Edits.P50Ms)
+			p99s = append(p99s, c.Edits.P99Ms)
 		}
 		e.res.Seconds, e.res.Ratio, e.res.CPURatio = spreadOf(seconds), spreadOf(ratios), spreadOf(cpus)
-		logf("n=%d shards=%d: %s / floor %.2fx (%.2f-%.2f), control plane CPU %.2fx (%.2f-%.2f) over %d rounds",
-			r.N, r.Shards, e.name, e.res.Ratio.Median, e.res.Ratio.Min, e.res.Ratio.Max,
-			e.res.CPURatio.Median, e.res.CPURatio.Min, e.res.CPURatio.Max, len(r.Rounds))
+		e.res.EditP50Ms, e.res.EditP99Ms = spreadOf(p50s), spreadOf(p99s)
+		logf("n=%d shards=%d: %s / floor %.2fx (%.2f-%.2f), control plane CPU %.2fx (%.2f-%.2f), edits p50 %.1fms (%.1f-%.1f) "+
+			"p99 %.1fms (%.1f-%.1f) over %d rounds", r.N, r.Shards, e.name, e.res.Ratio.Median, e.res.Ratio.Min, e.res.Ratio.Max,
+			e.res.CPURatio.Median, e.res.CPURatio.Min, e.res.CPURatio.Max, e.res.EditP50Ms.Median, e.res.EditP50Ms.Min,
+			e.res.EditP50Ms.Max, e.res.EditP99Ms.Median, e.res.EditP99Ms.Min, e.res.EditP99Ms.Max, len(r.Rounds))
 	}
 }
 
-// of returns contender c's convergence in the round; every round of a run
+// of returns what contender c did in the round; every round of a run
 // measures the same contenders.
-func (rd round) of(c contender) convergence {
+func (rd round) of(c contender) contenderRound {
 	if c == thePeer {
 		return *rd.Peer
 	}

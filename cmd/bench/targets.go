@@ -83,31 +83,53 @@ func roundsNote(res result, rounds int) string {
 		res.Ratio.Min, res.Ratio.Max, res.CPURatio.Min, res.CPURatio.Max)
 }
 
-// aheadTarget: the operator no worse than the peer in every figure of
-// every run.
+// aheadTarget: the operator no worse than the peer in every figure of the
+// runs of ratioN Installations, on the medians of their rounds. The other
+// runs are compared beside the target, not judged: the smallest is a few
+// seconds of work, where the start of a run weighs as much as the work,
+// and the largest have one round each, too few to rank two contenders
+// whose figures differ less than two floors of the same round do.
 func (r *report) aheadTarget() target {
-	t := target{name: "The operator ahead of its controller-runtime peer in every figure", met: true}
-	var behind []string
-	compared := 0
+	t := target{name: fmt.Sprintf("The operator ahead of its controller-runtime peer in every figure at N=%d, "+
+		"on the medians of the rounds", ratioN), met: true}
+	judged, judgedBehind := r.behindPeer(func(n int) bool { return n == ratioN })
+	others, othersBehind := r.behindPeer(func(n int) bool { return n != ratioN })
+	switch {
+	case judged == 0:
+		t.figures = "No run of that size measured the peer."
+	case len(judgedBehind) == 0:
+		t.figures = fmt.Sprintf("Ahead or level in all %d figures compared.", judged)
+	default:
+		t.met = false
+		t.figures = fmt.Sprintf("Behind in %d of %d figures: %s.", len(judgedBehind), judged, strings.Join(judgedBehind, "; "))
+	}
+	if others > 0 {
+		t.figures += fmt.Sprintf(" At the other N, not judged: behind in %d of %d figures", len(othersBehind), others)
+		if len(othersBehind) > 0 {
+			t.figures += ": " + strings.Join(othersBehind, "; ")
+		}
+		t.figures += "."
+	}
+	return t
+}
+
+// behindPeer compares the operator with the peer in the runs whose N is
+// of interest, and returns how many figures it compared and those where
+// the operator is behind.
+func (r *report) behindPeer(of func(n int) bool) (compared int, behind []string) {
 	for i := range r.Runs {
 		run := &r.Runs[i]
+		if !of(run.N) {
+			continue
+		}
 		for _, c := range run.compared() {
 			compared++
 			if c.op > c.peer {
-				t.met = false
 				behind = append(behind, fmt.Sprintf("%s at N=%d shards=%d (%s against %s)", c.name, run.N, run.Shards, c.format(c.op), c.format(c.peer)))
 			}
 		}
 	}
-	switch {
-	case compared == 0:
-		t.figures = "No run measured the peer."
-	case len(behind) == 0:
-		t.figures = fmt.Sprintf("Ahead or level in all %d figures compared.", compared)
-	default:
-		t.figures = fmt.Sprintf("Behind in %d of %d figures: %s.", len(behind), compared, strings.Join(behind, "; "))
-	}
-	return t
+	return compared, behind
 }
 
 // requestsTarget: a converging Installation costs its writes, at most one
@@ -143,8 +165,9 @@ func (r *report) scaleTargets(run run) []target {
 	return append(ts, heap,
 		target{name: fmt.Sprintf("Restart to synced under %.0f s%s", restartTarget, at), met: o.Steady.Synced.Median < restartTarget,
 			figures: fmt.Sprintf("%.2f s.", o.Steady.Synced.Median)},
-		target{name: fmt.Sprintf("Edit to StatefulSet p99 under %.0f ms%s", p99Target, at), met: o.Latency.P99Ms < p99Target,
-			figures: fmt.Sprintf("p99 %.1f ms (p50 %.1f ms) over %d edits.", o.Latency.P99Ms, o.Latency.P50Ms, o.Latency.Samples)},
+		target{name: fmt.Sprintf("Edit to StatefulSet p99 under %.0f ms%s", p99Target, at), met: o.EditP99Ms.Median < p99Target,
+			figures: fmt.Sprintf("p99 %.1f ms (p50 %.1f ms) over %d edits%s.", o.EditP99Ms.Median, o.EditP50Ms.Median, o.Latency.Samples,
+				setting(len(run.Rounds) > 1, fmt.Sprintf(" in each of %d rounds, medians of the rounds", len(run.Rounds)), ""))},
 		target{name: "Zero writes in resyncs" + at, met: resync == 0, figures: fmt.Sprintf("%d writes in 3 resyncs.", resync)})
 }
 
