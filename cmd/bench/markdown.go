@@ -214,6 +214,14 @@ type comparison struct {
 	op, peer float64
 }
 
+// behind tells whether the operator's figure is worse than the peer's as
+// the report prints them. A difference finer than the printed precision (a
+// hundredth of a ratio, a tenth of a millisecond) is finer than anything a
+// run measures, and the two are level.
+func (c comparison) behind() bool {
+	return c.op > c.peer && c.format(c.op) != c.format(c.peer)
+}
+
 // compared returns the figures that both contenders of run have, with
 // their values; none when the peer was not measured.
 func (run *run) compared() []comparison {

@@ -117,6 +117,10 @@ func TestTheOtherRunsAreComparedWithThePeerButNotJudged(t *testing.T) {
 			t.Errorf("the target's figures lack %q: %s", want, got.figures)
 		}
 	}
+	r.Runs[0].Operator = result{Seconds: spread{Median: 20.04}}
+	if got := r.aheadTarget(); !got.met {
+		t.Errorf("level with the peer as printed, judged not met: %s", got.figures)
+	}
 	r.Runs[0].Operator = slow
 	if r.aheadTarget().met {
 		t.Error("behind at N=1000, judged met")

@@ -124,7 +124,7 @@ func (r *report) behindPeer(of func(n int) bool) (compared int, behind []string)
 		}
 		for _, c := range run.compared() {
 			compared++
-			if c.op > c.peer {
+			if c.behind() {
 				behind = append(behind, fmt.Sprintf("%s at N=%d shards=%d (%s against %s)", c.name, run.N, run.Shards, c.format(c.op), c.format(c.peer)))
 			}
 		}
