@@ -179,14 +179,21 @@ type podEvent struct {
 	What string
 }
 
-// startTimeline starts sampling the pods of inst.
+// startTimeline takes a first sample of the pods of inst before it returns,
+// so that a change made after it is seen against the pods that ran before
+// (a first sample taken later could miss a pod already on its way out),
+// and goes on sampling in the background.
 func startTimeline(t *testing.T, inst *linv1.Installation) *timeline {
+	t.Helper()
 	tl := &timeline{ns: inst.Namespace, name: inst.Name, began: time.Now(), done: make(chan struct{})}
 	for s := range resources.Shards(inst) {
 		for o := range resources.Replicas(inst) {
 			tl.expected = append(tl.expected, fmt.Sprintf("%s-%d-%d", inst.Name, s, o))
 		}
 	}
+	harness.Eventually(t, 30*time.Second, "a first sample of the pods of "+inst.Name, func(ctx context.Context) (bool, error) {
+		return true, tl.sample(ctx, true)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	tl.cancel = cancel
 	go tl.run(ctx)
@@ -200,22 +207,25 @@ type podSample struct {
 	ready bool
 }
 
+// run samples every 100 ms until ctx is done. A sample that cannot list
+// the pods is skipped: the next one compares with the last that could.
 func (tl *timeline) run(ctx context.Context) {
 	defer close(tl.done)
-	for first := true; ctx.Err() == nil; first = false {
-		tl.sample(ctx, first)
+	for {
 		select {
 		case <-ctx.Done():
+			return
 		case <-time.After(100 * time.Millisecond):
 		}
+		_ = tl.sample(ctx, false)
 	}
 }
 
 // sample lists the pods and records what changed since the last sample.
-func (tl *timeline) sample(ctx context.Context, first bool) {
+func (tl *timeline) sample(ctx context.Context, first bool) error {
 	list, err := cluster.Client.CoreV1().Pods(tl.ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelInstallation + "=" + tl.name})
 	if err != nil {
-		return
+		return err
 	}
 	now := map[string]podSample{}
 	for _, p := range list.Items {
@@ -225,6 +235,7 @@ func (tl *timeline) sample(ctx context.Context, first bool) {
 	}
 	tl.record(first, tl.last, now)
 	tl.last = now
+	return nil
 }
 
 // record adds the events between two samples.
@@ -279,7 +290,9 @@ func (tl *timeline) finish(t *testing.T, what string) ([]podEvent, int) {
 	t.Helper()
 	tl.stop()
 	// A last look, so that the end of the rollout is in it.
-	tl.sample(context.Background(), false)
+	harness.Eventually(t, 30*time.Second, "a last sample of the pods of "+tl.name, func(ctx context.Context) (bool, error) {
+		return true, tl.sample(ctx, false)
+	})
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	var b strings.Builder
