@@ -191,9 +191,7 @@ func startTimeline(t *testing.T, inst *linv1.Installation) *timeline {
 			tl.expected = append(tl.expected, fmt.Sprintf("%s-%d-%d", inst.Name, s, o))
 		}
 	}
-	harness.Eventually(t, 30*time.Second, "a first sample of the pods of "+inst.Name, func(ctx context.Context) (bool, error) {
-		return true, tl.sample(ctx, true)
-	})
+	tl.sampleNow(t, "a first")
 	ctx, cancel := context.WithCancel(context.Background())
 	tl.cancel = cancel
 	go tl.run(ctx)
@@ -217,12 +215,21 @@ func (tl *timeline) run(ctx context.Context) {
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
-		_ = tl.sample(ctx, false)
+		_ = tl.sample(ctx)
 	}
 }
 
+// sampleNow takes a sample, retrying a List that fails, and fails the test
+// when none works.
+func (tl *timeline) sampleNow(t *testing.T, which string) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, which+" sample of the pods of "+tl.name, func(ctx context.Context) (bool, error) {
+		return true, tl.sample(ctx)
+	})
+}
+
 // sample lists the pods and records what changed since the last sample.
-func (tl *timeline) sample(ctx context.Context, first bool) error {
+func (tl *timeline) sample(ctx context.Context) error {
 	list, err := cluster.Client.CoreV1().Pods(tl.ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelInstallation + "=" + tl.name})
 	if err != nil {
 		return err
@@ -233,13 +240,15 @@ func (tl *timeline) sample(ctx context.Context, first bool) error {
 			now[p.Name] = podSample{uid: string(p.UID), ready: podReady(&p)}
 		}
 	}
-	tl.record(first, tl.last, now)
+	tl.record(tl.last, now)
 	tl.last = now
 	return nil
 }
 
-// record adds the events between two samples.
-func (tl *timeline) record(first bool, last, now map[string]podSample) {
+// record adds the events between two samples; the first sample, which has
+// none before it (last is nil), only counts the pods not Ready.
+func (tl *timeline) record(last, now map[string]podSample) {
+	first := last == nil
 	at := time.Since(tl.began).Round(100 * time.Millisecond)
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
@@ -290,9 +299,7 @@ func (tl *timeline) finish(t *testing.T, what string) ([]podEvent, int) {
 	t.Helper()
 	tl.stop()
 	// A last look, so that the end of the rollout is in it.
-	harness.Eventually(t, 30*time.Second, "a last sample of the pods of "+tl.name, func(ctx context.Context) (bool, error) {
-		return true, tl.sample(ctx, false)
-	})
+	tl.sampleNow(t, "a last")
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	var b strings.Builder
