@@ -1,7 +1,9 @@
 // Package controller reconciles Installations into their ConfigMaps, Services
 // and StatefulSets. controller.go is the shell (informers, handlers, queue,
 // workers); sync.go reconciles one Installation; apply.go writes one child;
-// status.go computes status; the children themselves come from pkg/resources.
+// status.go computes status; rollout.go and rollback.go decide which shards
+// take a new pod template and which pods a rollout left behind; the children
+// themselves come from pkg/resources.
 package controller
 
 import (

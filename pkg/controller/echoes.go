@@ -110,3 +110,13 @@ func (e *echoes) forget(uid types.UID) {
 	defer e.mu.Unlock()
 	delete(e.written, uid)
 }
+
+// awaiting reports whether a write to the object with uid has been answered
+// and its event has not come yet: until it comes, the cache holds the object
+// as it was before the write.
+func (e *echoes) awaiting(uid types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.written[uid]
+	return ok
+}

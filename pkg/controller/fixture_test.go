@@ -46,6 +46,8 @@ type fixture struct {
 	// Objects in the caches.
 	installations []*linv1.Installation
 	live          resources.Children
+	// pods are the StatefulSets' pods, in the cache and on the fake API server.
+	pods []*corev1.Pod
 	// Objects on the fake API server only, not in the caches: objects that
 	// the operator's label-filtered informers do not see.
 	uncached []runtime.Object
@@ -64,6 +66,9 @@ func (f *fixture) newController() *Controller {
 	}
 	for _, o := range f.live.Objects() {
 		kubeObjects = append(kubeObjects, o)
+	}
+	for _, p := range f.pods {
+		kubeObjects = append(kubeObjects, p)
 	}
 	kubeObjects = append(kubeObjects, f.uncached...)
 	f.kubeClient = k8sfake.NewClientset(kubeObjects...)
@@ -103,6 +108,9 @@ func (f *fixture) newController() *Controller {
 		case *policyv1.PodDisruptionBudget:
 			seed(kube.Policy().V1().PodDisruptionBudgets().Informer(), o)
 		}
+	}
+	for _, p := range f.pods {
+		seed(kube.Core().V1().Pods().Informer(), p)
 	}
 	return c
 }

@@ -28,6 +28,9 @@ type listers struct {
 	budgets      budgetLister
 	// events holds the events about StatefulSets, indexed byInvolvedUID.
 	events cache.Indexer
+	// pods holds the StatefulSets' pods, slimmed (see slimPod), indexed
+	// byController.
+	pods cache.Indexer
 }
 
 // watch asks the factories of the watched namespace ns for the informers the
@@ -39,12 +42,14 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 	stss := kubeFactory.Apps().V1().StatefulSets()
 	pdbs := kubeFactory.Policy().V1().PodDisruptionBudgets()
 	events := kubeFactory.InformerFor(&corev1.Event{}, newEventInformer(ns))
+	pods := kubeFactory.Core().V1().Pods().Informer()
 
-	for _, inf := range []cache.SharedIndexInformer{stss.Informer(), pdbs.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{stss.Informer(), pdbs.Informer(), pods} {
 		if err := inf.AddIndexers(cache.Indexers{byController: controllerUID}); err != nil {
 			return nil, nil, err
 		}
 	}
+	statefulSets := newPackedLister[appsv1.StatefulSet](stss.Informer(), appsv1.Resource("statefulsets"))
 	var synced []cache.InformerSynced
 	instHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueueInstallation,
@@ -67,20 +72,10 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 			c.enqueueInstallation(obj)
 		},
 	}
-	childHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: c.childChanged,
-		UpdateFunc: func(old, obj any) {
-			// A resync delivers the same object again; only a real change
-			// of a child needs its owner reconciled.
-			if !sameResourceVersion(old, obj) {
-				c.childChanged(obj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			c.observeDeletion(obj)
-			c.handleChild(obj)
-		},
-	}
+	childHandler := onChange(c.childChanged, func(obj any) {
+		c.observeDeletion(obj)
+		c.handleChild(obj)
+	})
 	for _, inf := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -91,6 +86,7 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 		{stss.Informer(), childHandler},
 		{pdbs.Informer(), childHandler},
 		{events, c.eventHandler(stss.Informer().GetIndexer())},
+		{pods, c.podHandler(statefulSets)},
 	} {
 		reg, err := inf.informer.AddEventHandler(inf.handler)
 		if err != nil {
@@ -102,9 +98,10 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 		installations: insts.Lister(),
 		configMaps:    newPackedLister[corev1.ConfigMap](cms.Informer(), corev1.Resource("configmaps")),
 		services:      newPackedLister[corev1.Service](svcs.Informer(), corev1.Resource("services")),
-		statefulSets:  newPackedLister[appsv1.StatefulSet](stss.Informer(), appsv1.Resource("statefulsets")),
+		statefulSets:  statefulSets,
 		budgets:       newPackedLister[policyv1.PodDisruptionBudget](pdbs.Informer(), policyv1.Resource("poddisruptionbudgets")),
 		events:        events.GetIndexer(),
+		pods:          pods.GetIndexer(),
 	}, synced, nil
 }
 
@@ -186,15 +183,38 @@ func (c *Controller) eventHandler(statefulSets cache.Indexer) cache.ResourceEven
 			c.handleChild(sts)
 		}
 	}
+	return onChange(handle, handle)
+}
+
+// onChange returns the handlers that call changed on an object added, or
+// updated to a new resourceVersion, and deleted on an object deleted. A
+// resync delivers the same object again; only a real change needs its
+// owner reconciled.
+func onChange(changed, deleted func(any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: handle,
+		AddFunc: changed,
 		UpdateFunc: func(old, obj any) {
 			if !sameResourceVersion(old, obj) {
-				handle(obj)
+				changed(obj)
 			}
 		},
-		DeleteFunc: handle,
+		DeleteFunc: deleted,
 	}
+}
+
+// indexed returns the cached objects of type T under key in index.
+func indexed[T any](indexer cache.Indexer, index, key string) []T {
+	objs, err := indexer.ByIndex(index, key)
+	if err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // sameResourceVersion reports whether two objects carry one ResourceVersion.

@@ -17,9 +17,9 @@ import (
 // Informers holds a kube and a lin shared informer factory per watched
 // namespace ("" stands for all namespaces).
 type Informers struct {
-	// Kube are the factories of ConfigMaps, Services, StatefulSets and
-	// PodDisruptionBudgets, which list and watch only objects labelled as
-	// managed by the operator.
+	// Kube are the factories of ConfigMaps, Services, StatefulSets,
+	// PodDisruptionBudgets and the StatefulSets' pods, which list and watch
+	// only objects labelled as managed by the operator.
 	Kube map[string]kubeinformers.SharedInformerFactory
 	// Lin are the factories of Installations.
 	Lin map[string]lininformers.SharedInformerFactory

@@ -53,17 +53,7 @@ func involvedUID(obj any) ([]string, error) {
 
 // eventsAbout returns the cached events about the object with uid.
 func eventsAbout(events cache.Indexer, uid types.UID) []*corev1.Event {
-	objs, err := events.ByIndex(byInvolvedUID, string(uid))
-	if err != nil {
-		return nil
-	}
-	out := make([]*corev1.Event, 0, len(objs))
-	for _, o := range objs {
-		if e, ok := o.(*corev1.Event); ok {
-			out = append(out, e)
-		}
-	}
-	return out
+	return indexed[*corev1.Event](events, byInvolvedUID, string(uid))
 }
 
 // refusedPods returns why the pods of the first shard that lacks some are

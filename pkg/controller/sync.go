@@ -77,8 +77,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // reconcile renders the children of inst and, unless it is paused, makes the
-// live ones match, then removes the StatefulSets of shards that are gone;
-// live holds the cached StatefulSet of each shard (see liveShards). It
+// live ones match, then removes the StatefulSets of shards that are gone
+// and the pods that a rollout left behind (see stalePods); live holds the cached StatefulSet of each shard (see liveShards). It
 // goes on past a failed child, so that one conflict does not hold the others
 // back, and writes nothing for a spec that cannot be rendered whole or that
 // the API server refuses (see sendAll).
@@ -144,6 +144,9 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		}
 		errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l),
 			c.deleteRemovedClientService(ctx, inst, l))
+		again, err := c.rollBack(ctx, inst, l, writtenShards(inst, live, changes))
+		out.again = out.again || again
+		errs = append(errs, err)
 	}
 	out.err = errors.Join(errs...)
 	out.reason, out.permanent = classify(out.err)

@@ -23,7 +23,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // operator never reads: managedFields, and kubectl's last-applied copy (a
 // status update of an Installation keeps the stored metadata whatever the
 // copy sent carries, so nothing is lost), and the kind and apiVersion that
-// only the items of a LIST carry. It packs each child (see packed),
+// only the items of a LIST carry. It packs each child (see packed), slims
+// each pod (see slimPod),
 // and makes the strings that Installations repeat share one copy: each
 // decoded object holds its own copy of every string. Cached objects are
 // never changed, so sharing is safe.
@@ -55,6 +56,8 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 		return pack(o, keepManagedFields)
 	case *policyv1.PodDisruptionBudget:
 		return pack(o, keepManagedFields)
+	case *corev1.Pod:
+		return slimPod(o), nil
 	}
 	// The items of a LIST of a custom resource keep their kind and
 	// apiVersion, the objects of a watch do not: the cache holds one shape,

@@ -104,16 +104,19 @@ func condition(t *testing.T, ns, name, typ string) *metav1.Condition {
 }
 
 // TestShardAppCrashingReleaseStallsOneShard rolls out an image whose process
-// exits at once. The first shard's first rolled pod crash-loops for real,
-// the rollout holds there and, after progressDeadlineSeconds, the
-// Installation says RolloutStalled; every other pod keeps running and the
-// client sees no failure. Going back to the good image resumes the rollout,
-// which completes.
+// exits at once, under OrderedReady, the default pod management policy. The
+// first shard's first rolled pod crash-loops for real, the rollout holds
+// there and, after progressDeadlineSeconds, the Installation says
+// RolloutStalled; every other pod keeps running and the client sees no
+// failure. Going back to the good image heals it: the operator deletes the
+// crash-looping pod, which the StatefulSet would wait for forever, and the
+// Installation is Ready again with no other pod restarted.
 func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 	const deadline = 20
 	ns := operatorIn(t)
 	startShardApp(t, ns, func(i *linv1.Installation) {
 		i.Spec.Rollout.ProgressDeadlineSeconds = ptr.To[int32](deadline)
+		i.Spec.PodManagementPolicy = linv1.OrderedReadyPodManagement
 	})
 	l := startLoad(t, shardClient(t, ns), "crash")
 	waitAcknowledged(t, l, 20)
@@ -132,6 +135,10 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 	c := condition(t, ns, shardAppName, linv1.ConditionProgressing)
 	t.Logf("crash: RolloutStalled %v after the image change (progressDeadlineSeconds %d): %s",
 		stalled.Round(100*time.Millisecond), deadline, c.Message)
+	// status.rollout.since is stamped to the second.
+	if early := deadline*time.Second - time.Second; stalled < early {
+		t.Errorf("RolloutStalled %v after the image change, before the deadline of %ds", stalled, deadline)
+	}
 
 	// StatefulSets replace the highest ordinal first.
 	// Between two back-offs the container runs for a moment.
@@ -146,8 +153,8 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 		}
 		return false, fmt.Errorf("containers: %+v", p.Status.ContainerStatuses)
 	})
-	after := runs(t, ns, shardAppName)
-	if changed := changedRuns(before, after); len(changed) != 1 || !strings.HasPrefix(changed[0], rolled+" ") {
+	crashing := runs(t, ns, shardAppName)
+	if changed := changedRuns(before, crashing); len(changed) != 1 || !strings.HasPrefix(changed[0], rolled+" ") {
 		t.Errorf("the stalled rollout must change only %s, changed: %v", rolled, changed)
 	}
 
@@ -155,8 +162,15 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Image = node.ShardAppImage })
 	waitRolledOut(t, ns, shardAppName)
 	t.Logf("crash: Ready again %v after the image went back", time.Since(reverted).Round(100*time.Millisecond))
-	if changed := changedRuns(before, runs(t, ns, shardAppName)); len(changed) != 1 {
+	after := runs(t, ns, shardAppName)
+	if changed := changedRuns(before, after); len(changed) != 1 || !strings.HasPrefix(changed[0], rolled+" ") {
 		t.Errorf("going back to the image the pods ran must restart only %s, changed: %v", rolled, changed)
+	}
+	if after[rolled].UID == crashing[rolled].UID {
+		t.Errorf("%s is still the crash-looping pod", rolled)
+	}
+	if deleted := forcedRollbacks(t, ns); len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+" ") {
+		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, rolled)
 	}
 	l.finish(t, "shardapp client through the crash-looping release")
 }

@@ -27,7 +27,7 @@ func TestTheWatchesAreNotCompressed(t *testing.T) {
 		gzipped := startRecordingGzip(t, ns, compression)
 		want := []string{}
 		if compression {
-			want = []string{"watch configmaps", "watch events", "watch installations", "watch poddisruptionbudgets", "watch services", "watch statefulsets"}
+			want = []string{"watch configmaps", "watch events", "watch installations", "watch poddisruptionbudgets", "watch pods", "watch services", "watch statefulsets"}
 		}
 		if got := gzipped(); !slices.Equal(got, want) {
 			t.Errorf("with Compression %v, the API server gzipped %v, want %v", compression, got, want)

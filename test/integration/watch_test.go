@@ -26,7 +26,7 @@ func TestTheRequestTimeoutDoesNotCutTheWatches(t *testing.T) {
 	op := harness.StartOperator(t, cfg, harness.Options{Namespaces: []string{ns}})
 	// What is tested is that nothing happens: only time can show it.
 	time.Sleep(4 * cfg.Timeout)
-	for _, resource := range []string{"configmaps", "services", "statefulsets", "poddisruptionbudgets", "events", "installations"} {
+	for _, resource := range []string{"configmaps", "services", "statefulsets", "poddisruptionbudgets", "events", "pods", "installations"} {
 		if n := op.Requests.Snapshot()["watch "+resource]; n != 1 {
 			t.Errorf("%d watches of %s in %s, want 1", n, resource, 4*cfg.Timeout)
 		}

@@ -74,6 +74,9 @@ keeps them equal); the reason for each is beside it there.
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "update"]
 - apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch", "delete"]
+- apiGroups: [""]
   resources: ["events"]
   verbs: ["list", "watch", "create", "patch"]
 {{- end }}

@@ -1,0 +1,188 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+)
+
+// ReasonForcedRollback is the reason of the event raised for each pod that
+// the operator deletes because a rollout left it behind (see stalePods).
+const ReasonForcedRollback = "ForcedRollback"
+
+// stalePod is a pod that a rollout left behind, and why it cannot serve.
+type stalePod struct {
+	pod *corev1.Pod
+	// why says why the pod is not Ready, from its status.
+	why string
+}
+
+// stalePods returns the pods of a shard's StatefulSet that the operator
+// deletes now, highest ordinal first, so that the StatefulSet makes them
+// again at its update revision: a pod that runs neither the current nor the
+// update revision, and is not Ready. Such a pod is what a rollout that was
+// set back, or replaced by another, leaves behind; the StatefulSet controller
+// under OrderedReady waits for it to become Ready before it replaces it,
+// which a crash-looping or unschedulable pod never does (Kubernetes calls
+// the way out "forced rollback", and leaves it to a person).
+//
+// A Ready pod is never one. Nor is any pod while the StatefulSet's status
+// describes an older spec: its revisions are then not yet those of the spec,
+// and a pod just made at the new revision would look stale. At most
+// maxUnavailable pods of the shard are away at once: a pod missing, being
+// deleted (deleting reports a deletion the cache does not show yet), or made
+// at the update revision and not Ready yet counts against it.
+func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev1.Pod) bool) []stalePod {
+	s := sts.Status
+	if s.ObservedGeneration < sts.Generation || s.UpdateRevision == "" {
+		return nil
+	}
+	replicas := ptr.Deref(sts.Spec.Replicas, 1)
+	byOrdinal := make([]*corev1.Pod, replicas)
+	for _, p := range pods {
+		if i, ok := podOrdinal(sts.Name, p.Name); ok && i < replicas && metav1.IsControlledBy(p, sts) {
+			byOrdinal[i] = p
+		}
+	}
+	room := maxUnavailable(sts, replicas)
+	var stale []stalePod
+	for i := replicas - 1; i >= 0; i-- {
+		p := byOrdinal[i]
+		switch rev := podRevision(p); {
+		case p == nil || p.DeletionTimestamp != nil || deleting(p):
+			room--
+		case isPodReady(p):
+		case rev == s.UpdateRevision:
+			room--
+		case rev != s.CurrentRevision:
+			stale = append(stale, stalePod{pod: p, why: notReadyReason(p)})
+		}
+	}
+	return stale[:min(max(int(room), 0), len(stale))]
+}
+
+// podOrdinal returns the ordinal of a pod named after the StatefulSet sts.
+func podOrdinal(sts, pod string) (int32, bool) {
+	rest, ok := strings.CutPrefix(pod, sts+"-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(rest, 10, 32)
+	return int32(i), err == nil && i >= 0
+}
+
+// podRevision is the StatefulSet revision a pod was made from; "" for none.
+func podRevision(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return p.Labels[appsv1.ControllerRevisionHashLabelKey]
+}
+
+// maxUnavailable is how many pods of a StatefulSet's replicas may be away
+// at once in its rolling update, at least one, as its controller counts it.
+func maxUnavailable(sts *appsv1.StatefulSet, replicas int32) int32 {
+	ru := sts.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(replicas), false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int32(n)
+}
+
+// isPodReady reports whether a pod's Ready condition is True.
+func isPodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// notReadyReason says, from a pod's status, why it is not Ready: a container
+// waiting (CrashLoopBackOff, ImagePullBackOff) or stopped, a pod that cannot
+// be scheduled, or its Ready condition's word.
+func notReadyReason(p *corev1.Pod) string {
+	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		switch st := cs.State; {
+		case st.Waiting != nil && st.Waiting.Reason != "" && st.Waiting.Reason != "ContainerCreating" && st.Waiting.Reason != "PodInitializing":
+			return fmt.Sprintf("container %s is waiting: %s", cs.Name, st.Waiting.Reason)
+		case st.Terminated != nil && st.Terminated.ExitCode != 0:
+			return fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, st.Terminated.ExitCode, st.Terminated.Reason)
+		}
+	}
+	var ready *corev1.PodCondition
+	for i, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			return fmt.Sprintf("pod is %s: %s: %s", p.Status.Phase, c.Reason, c.Message)
+		case c.Type == corev1.PodReady:
+			ready = &p.Status.Conditions[i]
+		}
+	}
+	if ready != nil && ready.Message != "" {
+		return fmt.Sprintf("pod is %s, not Ready: %s", p.Status.Phase, ready.Message)
+	}
+	return fmt.Sprintf("pod is %s, not Ready", p.Status.Phase)
+}
+
+// rollBack deletes the stale pods of each shard (see stalePods), with an
+// event each, and reports whether a pod had changed since the cache showed
+// it, so that the sync must look again. live holds each shard's StatefulSet
+// as the sync left it; one that a write of the operator's own has changed
+// since the cache showed it is skipped until the cache does.
+func (c *Controller) rollBack(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) (bool, error) {
+	again := false
+	var errs []error
+	for _, sts := range live {
+		if sts == nil || c.leaving(sts) || c.echoes.awaiting(sts.UID) {
+			continue
+		}
+		for _, s := range stalePods(sts, l.podsOf(sts.UID), func(p *corev1.Pod) bool { return c.deletions.pending(p.UID) }) {
+			changed, err := c.deleteStalePod(ctx, inst, sts, s)
+			again = again || changed
+			errs = append(errs, err)
+		}
+	}
+	return again, errors.Join(errs...)
+}
+
+// deleteStalePod deletes a stale pod, only if it is still as the cache showed
+// it (its UID and resourceVersion as preconditions), so that a pod that has
+// become Ready since is never deleted; it reports whether it had changed.
+func (c *Controller) deleteStalePod(ctx context.Context, inst *linv1.Installation, sts *appsv1.StatefulSet, s stalePod) (bool, error) {
+	p := s.pod
+	err := c.kubeClient.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: ptr.To(p.UID), ResourceVersion: ptr.To(p.ResourceVersion)},
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Gone already: the StatefulSet controller may replace it too.
+		return false, nil
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil:
+		return false, writeError("deleting", "Pod", p.Name, err)
+	}
+	c.deletions.expect(p.UID)
+	c.recorder.Eventf(inst, corev1.EventTypeNormal, ReasonForcedRollback,
+		"Deleted pod %s of revision %s, which is neither the current (%s) nor the update revision of StatefulSet %s and is not Ready (%s), so that it is made again at %s",
+		p.Name, podRevision(p), sts.Status.CurrentRevision, sts.Name, s.why, sts.Status.UpdateRevision)
+	return false, nil
+}

@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// A pod's state in a forced rollback table.
+type podAs struct {
+	rev   string // its controller-revision-hash; "" for no pod at that ordinal
+	ready bool
+	gone  bool // being deleted
+}
+
+// The revisions of the tables: the StatefulSet's current and update
+// revision, and two that a rollout left behind.
+const (
+	revA = "demo-0-aaa"
+	revB = "demo-0-bbb"
+	revC = "demo-0-ccc"
+)
+
+// shardWith returns a shard's StatefulSet at current and update revision,
+// and a pod per entry of as, controlled by it.
+func shardWith(current, update string, maxUnavailable *intstr.IntOrString, as ...podAs) (*appsv1.StatefulSet, []*corev1.Pod) {
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-0", Namespace: "ns", UID: "uid-sts", Generation: 2},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(int32(len(as)))},
+		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: current, UpdateRevision: update},
+	}
+	if maxUnavailable != nil {
+		sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: maxUnavailable}
+	}
+	var pods []*corev1.Pod
+	for i, a := range as {
+		if a.rev != "" {
+			pods = append(pods, podOf(sts, i, a))
+		}
+	}
+	return sts, pods
+}
+
+// podOf returns the pod of sts at ordinal i, as a describes it.
+func podOf(sts *appsv1.StatefulSet, i int, a podAs) *corev1.Pod {
+	name := fmt.Sprintf("%s-%d", sts.Name, i)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sts.Namespace, UID: types.UID("uid-" + name), ResourceVersion: "7",
+			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: a.rev},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+	}
+	if a.ready {
+		p.Status.Conditions[0].Status = corev1.ConditionTrue
+	} else {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 4,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}}}}
+	}
+	if a.gone {
+		p.DeletionTimestamp = &fixedNow
+	}
+	return p
+}
+
+func TestStalePods(t *testing.T) {
+	ready := func(rev string) podAs { return podAs{rev: rev, ready: true} }
+	failing := func(rev string) podAs { return podAs{rev: rev} }
+	two := ptr.To(intstr.FromInt32(2))
+	for _, tc := range []struct {
+		name            string
+		current, update string
+		maxUnavailable  *intstr.IntOrString
+		pods            []podAs
+		want            []string
+	}{
+		{"set back: the crash-looping pod of the bad release", revA, revA, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
+		{"rolling on top of a bad release", revA, revC, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
+		{"a Ready pod of an old revision is the StatefulSet's to replace", revA, revA, nil, []podAs{ready(revA), ready(revB)}, nil},
+		{"a failing pod of the update revision is the rollout's own", revA, revB, nil, []podAs{ready(revA), failing(revB)}, nil},
+		{"a failing pod of the current revision waits for the rollout", revA, revB, nil, []podAs{failing(revA), ready(revA)}, nil},
+		{"one at a time by default, highest ordinal first", revA, revA, nil, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1"}},
+		{"as many as maxUnavailable", revA, revA, two, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1", "demo-0-0"}},
+		{"a percentage of maxUnavailable rounds down, to at least one", revA, revA, ptr.To(intstr.FromString("10%")),
+			[]podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1"}},
+		{"a replaced pod not Ready yet takes the room", revA, revA, nil, []podAs{failing(revB), failing(revA)}, nil},
+		{"a pod being deleted takes the room", revA, revA, nil, []podAs{failing(revB), {rev: revA, ready: true, gone: true}}, nil},
+		{"a missing pod takes the room", revA, revA, nil, []podAs{failing(revB), {}}, nil},
+		{"the one being deleted is not deleted again", revA, revA, nil, []podAs{ready(revA), {rev: revB, gone: true}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts, pods := shardWith(tc.current, tc.update, tc.maxUnavailable, tc.pods...)
+			var got []string
+			for _, s := range stalePods(sts, pods, func(*corev1.Pod) bool { return false }) {
+				got = append(got, s.pod.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("stale pods %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStalePodsWaitForTheStatefulSetsStatusAndItsOwnPods(t *testing.T) {
+	stale := []podAs{{rev: revA, ready: true}, {rev: revB}}
+	none := func(*corev1.Pod) bool { return false }
+	sts, pods := shardWith(revA, revA, nil, stale...)
+	if got := stalePods(sts, pods, none); len(got) != 1 {
+		t.Fatalf("the case itself: %d stale pods, want 1", len(got))
+	}
+	sts.Generation = 3 // its status describes the spec before
+	if got := stalePods(sts, pods, none); len(got) != 0 {
+		t.Errorf("with a status of an older generation: %d stale pods, want none", len(got))
+	}
+	sts, pods = shardWith(revA, revA, nil, stale...)
+	if got := stalePods(sts, pods, func(p *corev1.Pod) bool { return p.Name == "demo-0-1" }); len(got) != 0 {
+		t.Errorf("with its deletion on the way: %d stale pods, want none", len(got))
+	}
+	other, _ := shardWith(revA, revA, nil, stale...)
+	other.UID = "uid-another"
+	if got := stalePods(other, pods, none); len(got) != 0 {
+		t.Errorf("with pods another StatefulSet controls: %d stale pods, want none", len(got))
+	}
+	sts, pods = shardWith(revA, revA, nil, stale...)
+	sts.Spec.Replicas = ptr.To[int32](1) // demo-0-1 is being scaled away
+	if got := stalePods(sts, pods, none); len(got) != 0 {
+		t.Errorf("with the pod beyond spec.replicas: %d stale pods, want none", len(got))
+	}
+}
+
+func TestNotReadyReasonSaysWhy(t *testing.T) {
+	waiting := func(reason string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		status corev1.PodStatus
+		want   string
+	}{
+		{"crash loop", waiting("CrashLoopBackOff"), "container app is waiting: CrashLoopBackOff"},
+		{"no image", waiting("ErrImagePull"), "container app is waiting: ErrImagePull"},
+		{"exited", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}},
+			"container app exited with code 3 (Error)"},
+		{"unschedulable", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}},
+			"pod is Pending: Unschedulable: 0/1 nodes are available: 1 Insufficient memory."},
+		{"readiness failing", corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady,
+			Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+			"pod is Running, not Ready: containers with unready status: [app]"},
+		{"still starting", waiting("ContainerCreating"), "pod is Pending, not Ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := notReadyReason(&corev1.Pod{Status: tc.status}); got != tc.want {
+				t.Errorf("notReadyReason = %q, want %q", got, tc.want)
+			}
+			if got := notReadyReason(slimPod(&corev1.Pod{Status: tc.status})); got != tc.want {
+				t.Errorf("of the slimmed pod: notReadyReason = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// seedStalePod puts inst in sync in the fixture with its shard 0 set back to
+// its current revision, and a pod of each revision: demo-0-0 of the current
+// one, Ready, and demo-0-1 of the bad release, crash-looping.
+func (f *fixture) seedStalePod() {
+	inst := newInstallation()
+	f.seedInSync(inst)
+	sts := f.live.StatefulSets[0]
+	sts.Status.CurrentRevision, sts.Status.UpdateRevision = revA, revA
+	f.pods = []*corev1.Pod{podOf(sts, 0, podAs{rev: revA, ready: true}), podOf(sts, 1, podAs{rev: revB})}
+}
+
+func TestSyncDeletesThePodThatARolloutLeftBehind(t *testing.T) {
+	f := newFixture(t)
+	f.seedStalePod()
+	inst := f.installations[0]
+
+	actions := f.run(inst, false)
+	checkActions(t, actions, action{"delete", "pods", "", "demo-0-1"})
+	pre := actions[0].(core.DeleteActionImpl).DeleteOptions.Preconditions
+	if pre == nil || ptr.Deref(pre.UID, "") != "uid-demo-0-1" || ptr.Deref(pre.ResourceVersion, "") != "7" {
+		t.Errorf("the deletion's preconditions are %+v, want the pod's UID and resourceVersion as cached", pre)
+	}
+	events := f.events()
+	want := "Normal ForcedRollback Deleted pod demo-0-1 of revision demo-0-bbb, which is neither the current (demo-0-aaa) nor " +
+		"the update revision of StatefulSet demo-0 and is not Ready (container app is waiting: CrashLoopBackOff), so that it is made again at demo-0-aaa"
+	if !slices.Contains(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+	// The cache still shows the pod: it is not deleted twice.
+	checkActions(t, f.rerun(inst, false))
+}
+
+func TestSyncRetriesWhenTheStalePodChanged(t *testing.T) {
+	f := newFixture(t)
+	f.seedStalePod()
+	inst := f.installations[0]
+	f.controller = f.newController()
+	f.kubeClient.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "demo-0-1", fmt.Errorf("precondition failed"))
+	})
+	checkActions(t, f.rerun(inst, false), action{"delete", "pods", "", "demo-0-1"})
+	if n := f.controller.queue.Len(); n != 1 {
+		t.Errorf("queued %d, want the Installation queued again to look at the pod as it is now", n)
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events %q, want none for a pod not deleted", events)
+	}
+}
+
+func TestSyncLeavesStalePodsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(f *fixture)
+	}{
+		{"paused", func(f *fixture) { f.installations[0].Spec.Paused = true }},
+		{"the sync rolls the shard itself", func(f *fixture) {
+			f.installations[0].Spec.Image = "example.com/app:2"
+			f.installations[0].Generation++
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seedStalePod()
+			tc.edit(f)
+			for _, a := range summarize(f.run(f.installations[0], false)) {
+				if a.resource == "pods" {
+					t.Errorf("%v, want no pod deleted", a)
+				}
+			}
+		})
+	}
+}
+
+func TestPodHandlerWakesTheInstallationOfAStalePodOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  podAs
+		want bool
+	}{
+		{"not Ready, of another revision", podAs{rev: revB}, true},
+		{"Ready", podAs{rev: revB, ready: true}, false},
+		{"not Ready, of the update revision", podAs{rev: revA}, false},
+		{"being deleted", podAs{rev: revB, gone: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seedStalePod()
+			c := f.newController()
+			p := podOf(f.live.StatefulSets[0], 1, tc.pod)
+			c.podHandler(c.listersFor("ns").statefulSets).OnAdd(p, false)
+			if got := c.queue.Len() == 1; got != tc.want {
+				t.Errorf("queued: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlimPodKeepsWhatTheRuleReads(t *testing.T) {
+	sts, pods := shardWith(revA, revA, nil, podAs{rev: revA, ready: true}, podAs{rev: revB})
+	p := pods[1]
+	p.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	cached, err := Transform(p.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := cached.(*corev1.Pod)
+	if len(slim.Spec.Containers) != 0 || slim.ManagedFields != nil {
+		t.Errorf("the cached pod keeps its spec or managedFields: %+v", slim)
+	}
+	got := stalePods(sts, []*corev1.Pod{pods[0], slim}, func(*corev1.Pod) bool { return false })
+	if len(got) != 1 || got[0].pod.UID != p.UID || got[0].pod.ResourceVersion != p.ResourceVersion || !strings.Contains(got[0].why, "CrashLoopBackOff") {
+		t.Errorf("the slimmed pod gives %+v, want it stale as the whole pod is", got)
+	}
+}
+
+func TestSyncWaitsForTheEchoOfItsStatefulSetWrite(t *testing.T) {
+	f := newFixture(t)
+	f.seedStalePod()
+	inst := f.installations[0]
+	f.controller = f.newController()
+	// A write of the shard's StatefulSet was answered and its event has not
+	// come: the cached status may describe the template before it.
+	f.controller.echoes.written[f.live.StatefulSets[0].UID] = "99"
+	checkActions(t, f.rerun(inst, false))
+	delete(f.controller.echoes.written, f.live.StatefulSets[0].UID)
+	checkActions(t, f.rerun(inst, false), action{"delete", "pods", "", "demo-0-1"})
+}
