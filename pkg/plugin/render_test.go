@@ -41,12 +41,12 @@ func midRollout() *Snapshot {
 		Spec: linv1.InstallationSpec{Image: "registry.example/app:2.1", Shards: ptr.To[int32](3), Replicas: ptr.To[int32](2),
 			Ports: []linv1.InstallationPort{{Name: "http", ContainerPort: 8080}}},
 		Status: linv1.InstallationStatus{
-			ObservedGeneration: 4, Phase: linv1.PhaseProgressing, ReadyReplicas: 5, UpdatedReplicas: 3, Ready: "5/6",
+			ObservedGeneration: 4, Phase: linv1.PhaseProgressing, ReadyReplicas: 5, UpdatedReplicas: 2, Ready: "5/6",
 			Endpoint: "demo.shop.svc.cluster.local",
 			Rollout:  &linv1.RolloutStatus{Shard: 1, Since: ago(40 * time.Second)},
 			Conditions: []metav1.Condition{
-				{Type: linv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "RollingOut", Message: "5 of 6 pods ready, 3 up to date", LastTransitionTime: ago(2 * time.Minute)},
-				{Type: linv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "RollingOut", Message: "shard 1 of 3: 1 of 2 pods updated", LastTransitionTime: ago(2 * time.Minute)},
+				{Type: linv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "RollingOut", Message: "5 of 6 pods ready, 2 up to date", LastTransitionTime: ago(2 * time.Minute)},
+				{Type: linv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "RollingOut", Message: "shard 1 of 3: 0 of 2 pods updated", LastTransitionTime: ago(2 * time.Minute)},
 				{Type: linv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Reconciled", LastTransitionTime: ago(3 * time.Hour)},
 			},
 		},
@@ -58,7 +58,8 @@ func midRollout() *Snapshot {
 		current, update, updated, ready := name+"-7d9f", name+"-5c4b", int32(2), int32(2)
 		switch shard {
 		case 1:
-			updated, ready = 1, 1
+			// Its pod 1 is left behind by a bad release before.
+			updated, ready = 0, 1
 		case 2:
 			update, updated = current, 2
 		}
@@ -87,12 +88,21 @@ func midRollout() *Snapshot {
 			if !isReady {
 				status = corev1.ConditionFalse
 			}
+			revision := s.StatefulSets[shard].Status.UpdateRevision
+			switch {
+			case shard == 1 && ordinal == 1:
+				revision = name + "-3e1a"
+			case shard == 1:
+				revision = s.StatefulSets[shard].Status.CurrentRevision
+			}
+			labels := resources.ShardLabels(inst, shard)
+			labels[appsv1.ControllerRevisionHashLabelKey] = revision
 			age := 3 * time.Hour
 			if shard == 0 || (shard == 1 && ordinal == 1) {
 				age = time.Duration(30+ordinal*60) * time.Second
 			}
 			s.Pods = append(s.Pods, corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "shop", UID: types.UID(pod), Labels: resources.ShardLabels(inst, shard), CreationTimestamp: ago(age)},
+				ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "shop", UID: types.UID(pod), Labels: labels, CreationTimestamp: ago(age)},
 				Spec: corev1.PodSpec{NodeName: "node-" + strconv.Itoa(ordinal+1), Volumes: []corev1.Volume{{Name: "data",
 					VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
 				Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},

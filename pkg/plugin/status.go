@@ -248,7 +248,7 @@ func (p *printer) shard(s *Snapshot, shard int32) {
 	}
 	p.line(fmt.Sprintf("Shard %d: StatefulSet %s, revision %s, %d/%d ready, %d updated, %s", shard,
 		sts.Name, revision, sts.Status.ReadyReplicas, want, sts.Status.UpdatedReplicas, budget))
-	p.line("  POD", "READY", "RESTARTS", "NODE", "AGE", "CLAIM")
+	p.line("  POD", "READY", "RESTARTS", "REVISION", "NODE", "AGE", "CLAIM")
 	for _, pod := range s.Pods {
 		if pod.Labels[resources.LabelShard] != label {
 			continue
@@ -261,8 +261,23 @@ func (p *printer) shard(s *Snapshot, shard int32) {
 		if node == "" {
 			node = "-"
 		}
-		p.line("  "+pod.Name, ready, strconv.Itoa(int(restarts(pod))), node, p.age(pod.CreationTimestamp), p.claim(s, pod))
+		p.line("  "+pod.Name, ready, strconv.Itoa(int(restarts(pod))), p.revision(sts, pod), node, p.age(pod.CreationTimestamp), p.claim(s, pod))
 	}
+}
+
+// revision names the StatefulSet revision a pod runs by its hash, and marks
+// a pod that runs neither the current nor the update revision: a rollout
+// left it behind, and the operator replaces it once it is not Ready.
+func (p *printer) revision(sts *appsv1.StatefulSet, pod corev1.Pod) string {
+	rev := pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	if rev == "" {
+		return "-"
+	}
+	short := strings.TrimPrefix(rev, sts.Name+"-")
+	if rev != sts.Status.CurrentRevision && rev != sts.Status.UpdateRevision {
+		return short + p.paint(yellow, " (left behind)")
+	}
+	return short
 }
 
 // claim describes the claim of pod's data volume: name, size, phase.
