@@ -118,7 +118,7 @@ func setBack(t *testing.T, ns string, policy linv1.PodManagementPolicy, releases
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := runs(t, ns, shardAppName)
+	before, events := runs(t, ns, shardAppName), forcedRollbacks(t, ns)
 	// StatefulSets replace the highest ordinal first.
 	rolled, kept := shardAppName+"-0-1", shardAppName+"-0-0"
 	seen := map[string]bool{before[rolled].UID: true}
@@ -147,20 +147,26 @@ func setBack(t *testing.T, ns string, policy linv1.PodManagementPolicy, releases
 	if after[kept] != before[kept] {
 		t.Errorf("%s: %s restarted: %+v -> %+v", what, kept, before[kept], after[kept])
 	}
-	deleted := forcedRollbacks(t, ns)
+	// The recorder counts an event that repeats on the event before.
+	var deleted []string
+	for m, n := range forcedRollbacks(t, ns) {
+		if n > events[m] {
+			deleted = append(deleted, m)
+		}
+	}
 	for _, rev := range stale {
 		if !slices.ContainsFunc(deleted, func(m string) bool { return strings.Contains(m, "of revision "+rev+",") }) &&
 			policy == linv1.OrderedReadyPodManagement {
-			t.Errorf("%s: no %s event for %s of revision %s; the events: %q", what, controller.ReasonForcedRollback, rolled, rev, deleted)
+			t.Errorf("%s: no %s event for %s of revision %s; the new events: %q", what, controller.ReasonForcedRollback, rolled, rev, deleted)
 		}
 	}
-	t.Logf("%s: Ready again %v after the spec was set back (minReadySeconds %d); the operator's %s events so far:\n  %s",
-		what, took.Round(100*time.Millisecond), minReadySeconds, controller.ReasonForcedRollback, strings.Join(deleted, "\n  "))
+	t.Logf("%s: Ready again %v after the spec was set back (minReadySeconds %d); the operator's new %s events: %d\n  %s",
+		what, took.Round(100*time.Millisecond), minReadySeconds, controller.ReasonForcedRollback, len(deleted), strings.Join(deleted, "\n  "))
 }
 
-// forcedRollbacks returns the messages of the operator's ForcedRollback
-// events on the shardapp Installation in ns.
-func forcedRollbacks(t *testing.T, ns string) []string {
+// forcedRollbacks returns how many times each message of the operator's
+// ForcedRollback events on the shardapp Installation in ns was recorded.
+func forcedRollbacks(t *testing.T, ns string) map[string]int32 {
 	t.Helper()
 	list, err := cluster.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=Installation,involvedObject.name=" + shardAppName + ",reason=" + controller.ReasonForcedRollback,
@@ -168,9 +174,9 @@ func forcedRollbacks(t *testing.T, ns string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	out := map[string]int32{}
 	for _, e := range list.Items {
-		out = append(out, e.Message)
+		out[e.Message] += max(e.Count, 1)
 	}
 	return out
 }

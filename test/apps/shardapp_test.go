@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -169,7 +170,8 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 	if after[rolled].UID == crashing[rolled].UID {
 		t.Errorf("%s is still the crash-looping pod", rolled)
 	}
-	if deleted := forcedRollbacks(t, ns); len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+" ") {
+	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+" ") {
 		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, rolled)
 	}
 	l.finish(t, "shardapp client through the crash-looping release")
