@@ -178,11 +178,22 @@ func TestNotReadyReasonSaysWhy(t *testing.T) {
 // its current revision, and a pod of each revision: demo-0-0 of the current
 // one, Ready, and demo-0-1 of the bad release, crash-looping.
 func (f *fixture) seedStalePod() {
+	f.seedStalePodIn(0)
+}
+
+// seedStalePodIn is seedStalePod with the pods in shard, and the other
+// shards' pods all of their current revision and Ready.
+func (f *fixture) seedStalePodIn(shard int) {
 	inst := newInstallation()
 	f.seedInSync(inst)
-	sts := f.live.StatefulSets[0]
-	sts.Status.CurrentRevision, sts.Status.UpdateRevision = revA, revA
-	f.pods = []*corev1.Pod{podOf(sts, 0, podAs{rev: revA, ready: true}), podOf(sts, 1, podAs{rev: revB})}
+	for i, sts := range f.live.StatefulSets {
+		sts.Status.CurrentRevision, sts.Status.UpdateRevision = revA, revA
+		second := podAs{rev: revA, ready: true}
+		if i == shard {
+			second = podAs{rev: revB}
+		}
+		f.pods = append(f.pods, podOf(sts, 0, podAs{rev: revA, ready: true}), podOf(sts, 1, second))
+	}
 }
 
 func TestSyncDeletesThePodThatARolloutLeftBehind(t *testing.T) {
@@ -204,6 +215,14 @@ func TestSyncDeletesThePodThatARolloutLeftBehind(t *testing.T) {
 	}
 	// The cache still shows the pod: it is not deleted twice.
 	checkActions(t, f.rerun(inst, false))
+}
+
+func TestSyncDeletesThePodLeftBehindInAnyShard(t *testing.T) {
+	// Under ShardByShard, the rollout that was set back may have reached
+	// any shard.
+	f := newFixture(t)
+	f.seedStalePodIn(1)
+	checkActions(t, f.run(f.installations[0], false), action{"delete", "pods", "", "demo-1-1"})
 }
 
 func TestSyncRetriesWhenTheStalePodChanged(t *testing.T) {
