@@ -2,7 +2,7 @@
 // and StatefulSets. controller.go is the shell (informers, handlers, queue,
 // workers); sync.go reconciles one Installation; apply.go writes one child;
 // status.go computes status; rollout.go and rollback.go decide which shards
-// take a new pod template and which pods a rollout left behind; the children
+// take a new pod template and which pods a rollout leaves behind; the children
 // themselves come from pkg/resources.
 package controller
 

@@ -8,7 +8,7 @@ import (
 )
 
 // The operator watches the pods of its StatefulSets for one thing: to find
-// the pods that a rollout left behind and that the StatefulSet controller
+// the pods that a rollout leaves behind and that the StatefulSet controller
 // will not replace (see stalePods). Their cache holds each pod slimmed to
 // what that needs.
 
@@ -62,8 +62,8 @@ func (l *listers) podsOf(uid types.UID) []*corev1.Pod {
 	return indexed[*corev1.Pod](l.pods, byController, string(uid))
 }
 
-// podHandler wakes the Installation of a pod that may have been left behind
-// by a rollout: one that is not Ready and runs another revision than its
+// podHandler wakes the Installation of a pod that a rollout may leave
+// behind: one that is not Ready and runs another revision than its
 // StatefulSet's update revision, as statefulSets, the cache of StatefulSets,
 // holds it. The StatefulSets' own status changes wake it for everything else
 // a pod does.

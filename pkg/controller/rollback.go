@@ -19,10 +19,10 @@ import (
 )
 
 // ReasonForcedRollback is the reason of the event raised for each pod that
-// the operator deletes because a rollout left it behind (see stalePods).
+// the operator deletes because a rollout leaves it behind (see stalePods).
 const ReasonForcedRollback = "ForcedRollback"
 
-// stalePod is a pod that a rollout left behind, and why it cannot serve.
+// stalePod is a pod that a rollout leaves behind, and why it cannot serve.
 type stalePod struct {
 	pod *corev1.Pod
 	// why says why the pod is not Ready, from its status.
@@ -31,12 +31,15 @@ type stalePod struct {
 
 // stalePods returns the pods of a shard's StatefulSet that the operator
 // deletes now, highest ordinal first, so that the StatefulSet makes them
-// again at its update revision: a pod that runs neither the current nor the
+// again at its update revision: a pod that runs another revision than the
 // update revision, and is not Ready. Such a pod is what a rollout that was
-// set back, or replaced by another, leaves behind; the StatefulSet controller
-// under OrderedReady waits for it to become Ready before it replaces it,
-// which a crash-looping or unschedulable pod never does (Kubernetes calls
-// the way out "forced rollback", and leaves it to a person).
+// set back, or replaced by another, leaves behind (it runs neither the
+// current nor the update revision), or a pod of the release before that
+// never became Ready (a first release that never ran, then fixed). Under
+// OrderedReady the StatefulSet controller waits for every pod to become
+// Ready before it replaces any, which a crash-looping or unschedulable pod
+// never does (Kubernetes calls the way out "forced rollback", and leaves it
+// to a person); under Parallel it would replace the pod anyway.
 //
 // A Ready pod is never one. Nor is any pod while the StatefulSet's status
 // describes an older spec: its revisions are then not yet those of the spec,
@@ -66,7 +69,7 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 		case isPodReady(p):
 		case rev == s.UpdateRevision:
 			room--
-		case rev != s.CurrentRevision:
+		default:
 			stale = append(stale, stalePod{pod: p, why: notReadyReason(p)})
 		}
 	}
@@ -142,7 +145,7 @@ func notReadyReason(p *corev1.Pod) string {
 	return fmt.Sprintf("pod is %s, not Ready", p.Status.Phase)
 }
 
-// rollBack deletes the stale pods of each shard (see stalePods), with an
+// rollBack deletes the pods of each shard that a rollout leaves behind (see stalePods), with an
 // event each, and reports whether a pod had changed since the cache showed
 // it, so that the sync must look again. live holds each shard's StatefulSet
 // as the sync left it; one that a write of the operator's own has changed
@@ -182,7 +185,7 @@ func (c *Controller) deleteStalePod(ctx context.Context, inst *linv1.Installatio
 	}
 	c.deletions.expect(p.UID)
 	c.recorder.Eventf(inst, corev1.EventTypeNormal, ReasonForcedRollback,
-		"Deleted pod %s of revision %s, which is neither the current (%s) nor the update revision of StatefulSet %s and is not Ready (%s), so that it is made again at %s",
-		p.Name, podRevision(p), sts.Status.CurrentRevision, sts.Name, s.why, sts.Status.UpdateRevision)
+		"Deleted pod %s, not Ready (%s), of revision %s, which is not the update revision of StatefulSet %s (current %s, update %s): it is made again at the update revision",
+		p.Name, s.why, podRevision(p), sts.Name, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
 	return false, nil
 }

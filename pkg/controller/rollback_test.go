@@ -89,7 +89,8 @@ func TestStalePods(t *testing.T) {
 		{"rolling on top of a bad release", revA, revC, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
 		{"a Ready pod of an old revision is the StatefulSet's to replace", revA, revA, nil, []podAs{ready(revA), ready(revB)}, nil},
 		{"a failing pod of the update revision is the rollout's own", revA, revB, nil, []podAs{ready(revA), failing(revB)}, nil},
-		{"a failing pod of the current revision waits for the rollout", revA, revB, nil, []podAs{failing(revA), ready(revA)}, nil},
+		{"a failing pod of the current revision: a first release that never ran, fixed", revA, revB, nil, []podAs{failing(revA)}, []string{"demo-0-0"}},
+		{"a failing pod of the current revision in a rollout", revA, revB, nil, []podAs{failing(revA), ready(revA)}, []string{"demo-0-0"}},
 		{"one at a time by default, highest ordinal first", revA, revA, nil, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1"}},
 		{"as many as maxUnavailable", revA, revA, two, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1", "demo-0-0"}},
 		{"a percentage of maxUnavailable rounds down, to at least one", revA, revA, ptr.To(intstr.FromString("10%")),
@@ -208,8 +209,8 @@ func TestSyncDeletesThePodThatARolloutLeftBehind(t *testing.T) {
 		t.Errorf("the deletion's preconditions are %+v, want the pod's UID and resourceVersion as cached", pre)
 	}
 	events := f.events()
-	want := "Normal ForcedRollback Deleted pod demo-0-1 of revision demo-0-bbb, which is neither the current (demo-0-aaa) nor " +
-		"the update revision of StatefulSet demo-0 and is not Ready (container app is waiting: CrashLoopBackOff), so that it is made again at demo-0-aaa"
+	want := "Normal ForcedRollback Deleted pod demo-0-1, not Ready (container app is waiting: CrashLoopBackOff), of revision demo-0-bbb, " +
+		"which is not the update revision of StatefulSet demo-0 (current demo-0-aaa, update demo-0-aaa): it is made again at the update revision"
 	if !slices.Contains(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}

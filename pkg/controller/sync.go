@@ -77,11 +77,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // reconcile renders the children of inst and, unless it is paused, makes the
-// live ones match, then removes the StatefulSets of shards that are gone
-// and the pods that a rollout left behind (see stalePods); live holds the cached StatefulSet of each shard (see liveShards). It
-// goes on past a failed child, so that one conflict does not hold the others
-// back, and writes nothing for a spec that cannot be rendered whole or that
-// the API server refuses (see sendAll).
+// live ones match, then removes the StatefulSets of shards that are gone and
+// the pods that a rollout leaves behind (see stalePods); live holds the
+// cached StatefulSet of each shard (see liveShards). It goes on past a failed
+// child, so that one conflict does not hold the others back, and writes
+// nothing for a spec that cannot be rendered whole or that the API server
+// refuses (see sendAll).
 func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) outcome {
 	desired, err := resources.NewChildren(inst, c.clusterDomain)
 	if err != nil {

@@ -3,6 +3,7 @@ package apps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,37 @@ func TestBadReleasesSetBackHeal(t *testing.T) {
 			l.finish(t, fmt.Sprintf("setback: %s: shardapp client through every release set back", tc.policy))
 		})
 	}
+	t.Run("a first release that never ran, fixed", firstReleaseFixed)
+}
+
+// firstReleaseFixed creates the sharded application, 1 shard of 2 under
+// OrderedReady, with an image that does not exist, and then fixes the
+// image: its first pod, which never ran and is of the StatefulSet's current
+// revision, is replaced by the operator, which the StatefulSet controller
+// would wait for forever, and the Installation becomes Ready.
+func firstReleaseFixed(t *testing.T) {
+	ns := operatorIn(t)
+	createExample(t, ns, "shardapp.yaml", func(i *linv1.Installation) {
+		i.Spec.Shards, i.Spec.Replicas, i.Spec.PodManagementPolicy = ptr.To[int32](1), ptr.To[int32](2), linv1.OrderedReadyPodManagement
+		missingImage.edit(i)
+	})
+	first := shardAppName + "-0-0"
+	harness.Eventually(t, timeout, first+" failing to pull its image", func(context.Context) (bool, error) {
+		if p := pods(t, ns, shardAppName)[first]; !missingImage.failing(p) {
+			return false, fmt.Errorf("%s: %+v", first, p.Status)
+		}
+		return true, nil
+	})
+	fixed := time.Now()
+	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Image = node.ShardAppImage })
+	waitRolledOut(t, ns, shardAppName)
+	took := time.Since(fixed)
+	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+first+",") {
+		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, first)
+	}
+	t.Logf("setback: OrderedReady: a first release that never ran: Ready %v after the image was fixed (minReadySeconds %d, both pods made in turn); the operator's %s events:\n  %s",
+		took.Round(100*time.Millisecond), minReadySeconds, controller.ReasonForcedRollback, strings.Join(deleted, "\n  "))
 }
 
 // setBack rolls out releases one on top of the other, each until the pod it

@@ -171,7 +171,7 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 		t.Errorf("%s is still the crash-looping pod", rolled)
 	}
 	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
-	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+" ") {
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+",") {
 		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, rolled)
 	}
 	l.finish(t, "shardapp client through the crash-looping release")
