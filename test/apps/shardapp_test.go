@@ -161,6 +161,14 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 
 	reverted := time.Now()
 	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Image = node.ShardAppImage })
+	// While the pod is replaced, and for minReadySeconds after.
+	harness.Eventually(t, timeout, "Progressing=True, RollingOut, after the image went back", func(context.Context) (bool, error) {
+		c := condition(t, ns, shardAppName, linv1.ConditionProgressing)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "RollingOut" {
+			return false, fmt.Errorf("Progressing is %+v", c)
+		}
+		return true, nil
+	})
 	waitRolledOut(t, ns, shardAppName)
 	t.Logf("crash: Ready again %v after the image went back", time.Since(reverted).Round(100*time.Millisecond))
 	after := runs(t, ns, shardAppName)
