@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -139,9 +140,9 @@ func (c *Controller) childChanged(obj any) {
 }
 
 // owner returns the key of the Installation that controls a child, and the
-// child's metadata. The owner is resolved by kind and UID, so that a child
-// of a deleted Installation does not wake a new one of the same name. A
-// managed object without a controller (a foreign object that took the
+// child's metadata. The owner is resolved by group, kind and UID, so that a
+// child of a deleted Installation does not wake a new one of the same name.
+// A managed object without a controller (a foreign object that took the
 // operator's label) belongs to the Installation it names, which then reports
 // the conflict.
 func (c *Controller) owner(obj any) (cache.ObjectName, metav1.Object, bool) {
@@ -155,7 +156,10 @@ func (c *Controller) owner(obj any) (cache.ObjectName, metav1.Object, bool) {
 		name := m.GetLabels()[resources.LabelInstallation]
 		return cache.ObjectName{Namespace: m.GetNamespace(), Name: name}, m, name != ""
 	}
-	if ref.Kind != "Installation" || ref.APIVersion != linv1.SchemeGroupVersion.String() {
+	// By group, kind and UID, as the StatefulSet controller resolves a
+	// controller reference: another version of the Installation is the same
+	// owner.
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != linv1.SchemeGroupVersion.Group || ref.Kind != "Installation" {
 		return cache.ObjectName{}, nil, false
 	}
 	l := c.listersFor(m.GetNamespace())

@@ -11,11 +11,14 @@ import (
 	"lin.dev/lin-operator/pkg/resources"
 )
 
-func TestHandleChildResolvesTheOwnerByKindAndUID(t *testing.T) {
+func TestHandleChildResolvesTheOwnerByGroupKindAndUID(t *testing.T) {
 	inst := newInstallation()
-	owned := func(uid types.UID, kind string) *corev1.ConfigMap {
+	owned := func(uid types.UID, kind string, apiVersion ...string) *corev1.ConfigMap {
 		ref := resources.OwnerReference(inst)
 		ref.UID, ref.Kind = uid, kind
+		if len(apiVersion) > 0 {
+			ref.APIVersion = apiVersion[0]
+		}
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "demo-config", Namespace: "ns",
 			OwnerReferences: []metav1.OwnerReference{ref}}}
 	}
@@ -30,6 +33,8 @@ func TestHandleChildResolvesTheOwnerByKindAndUID(t *testing.T) {
 		{"tombstone of an owned child", cache.DeletedFinalStateUnknown{Key: "ns/demo-config", Obj: owned(inst.UID, "Installation")}, 1},
 		{"owner of the same name but another UID", owned("uid-old", "Installation"), 0},
 		{"owner of another kind", owned(inst.UID, "Deployment"), 0},
+		{"owner of another version of the group", owned(inst.UID, "Installation", "lin.dev/v2"), 1},
+		{"owner of another group", owned(inst.UID, "Installation", "example.com/v1"), 0},
 		{"no owner, the installation label", labelled, 1},
 		{"not an object", "garbage", 0},
 		{"tombstone of not an object", cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: 42}, 0},
