@@ -74,8 +74,10 @@ func pack(o message, keepManagedFields bool) (*packed, error) {
 // itself, with no envelope) as the cache holds it, decoding its metadata
 // alone: field 1 of the message of every Kubernetes kind. The rest of the
 // message is copied as it is; the metadata is written again without
-// managedFields (unless keepManagedFields) and kubectl's last-applied copy,
-// first, as the generated code writes it. raw is not kept.
+// managedFields (unless keepManagedFields), first, as the generated code
+// writes it. kubectl's last-applied copy stays: an update of the child
+// starts from the cached copy, and must keep what a user applied. raw is not
+// kept.
 func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
 	var meta metav1.ObjectMeta
 	metaStart, metaEnd := -1, -1
@@ -109,7 +111,6 @@ func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
 	if !keepManagedFields {
 		meta.ManagedFields = nil
 	}
-	delete(meta.Annotations, lastApplied)
 	size := meta.Size()
 	out := make([]byte, 0, protowire.SizeTag(1)+protowire.SizeBytes(size)+len(raw)-(metaEnd-metaStart))
 	out = protowire.AppendTag(out, 1, protowire.BytesType)

@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"lin.dev/lin-operator/pkg/resources"
 )
@@ -46,6 +48,29 @@ func TestSyncRemovesTheLabelsAndAnnotationsRemovedFromTheSpecOnly(t *testing.T) 
 	for k, want := range map[string]bool{"example.com/scrape": true, "example.com/port": false, "kubectl.kubernetes.io/restartedAt": true} {
 		if _, ok := tmpl[k]; ok != want {
 			t.Errorf("pod template annotation %s present: %v, want %v", k, ok, want)
+		}
+	}
+}
+
+func TestAnUpdateKeepsTheLastAppliedCopyOfWhoeverAppliedTheChild(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	f.seedInSync(inst)
+	// Someone ran kubectl apply on the client Service and the config.
+	const applied = `{"apiVersion":"v1","kind":"Service","metadata":{"annotations":{"team":"web"}}}`
+	f.live.Services[1].Annotations[lastApplied] = applied
+	f.live.ConfigMaps[0].Annotations = map[string]string{lastApplied: applied}
+	inst.Spec.Service.Labels = map[string]string{"tier": "front"}
+	inst.Spec.Config = map[string]string{"app.conf": "level=debug\n"}
+	inst.Generation = 2
+
+	for _, a := range f.run(inst, false) {
+		if a.GetVerb() != "update" || a.GetSubresource() != "" || a.GetResource().Resource == "statefulsets" {
+			continue
+		}
+		obj := object[runtime.Object](t, a).(metav1.Object)
+		if got := obj.GetAnnotations()[lastApplied]; got != applied {
+			t.Errorf("update of %s %s: %s is %q, want it kept", a.GetResource().Resource, obj.GetName(), lastApplied, got)
 		}
 	}
 }

@@ -20,14 +20,15 @@ import (
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Transform is the informers' transform. It drops from each object what the
-// operator never reads: managedFields, and kubectl's last-applied copy (a
-// status update of an Installation keeps the stored metadata whatever the
-// copy sent carries, so nothing is lost), and the kind and apiVersion that
-// only the items of a LIST carry. It packs each child (see packed), slims
-// each pod (see slimPod),
-// and makes the strings that Installations repeat share one copy: each
-// decoded object holds its own copy of every string. Cached objects are
-// never changed, so sharing is safe.
+// operator never reads: managedFields, an Installation's kubectl
+// last-applied copy (a status update of an Installation keeps the stored
+// metadata whatever the copy sent carries, so nothing is lost), and the kind
+// and apiVersion that only the items of a LIST carry. It packs each child
+// (see packed), keeping a child's last-applied copy, which an update of the
+// child, made from the cached copy, must keep; it slims each pod (see
+// slimPod); and it makes the strings that Installations repeat share one
+// copy: each decoded object holds its own copy of every string. Cached
+// objects are never changed, so sharing is safe.
 func Transform(obj any) (any, error) {
 	return transform(obj, false)
 }
@@ -46,7 +47,6 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 	if !keepManagedFields {
 		m.SetManagedFields(nil)
 	}
-	delete(m.GetAnnotations(), lastApplied)
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		return pack(o, keepManagedFields)
@@ -59,6 +59,7 @@ func transform(obj any, keepManagedFields bool) (any, error) {
 	case *corev1.Pod:
 		return slimPod(o), nil
 	}
+	delete(m.GetAnnotations(), lastApplied)
 	// The items of a LIST of a custom resource keep their kind and
 	// apiVersion, the objects of a watch do not: the cache holds one shape,
 	// whichever way an object came, so that it matches etcd's as the
