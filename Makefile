@@ -1,5 +1,6 @@
 # lin-operator. `make run` runs the operator against a local control plane it
-# starts itself (or against CLUSTER_KUBECONFIG); `make test` runs every test.
+# starts itself (or against CLUSTER_KUBECONFIG); `make test` runs every test
+# but the reliability scenarios and the fuzzer, which `make test-chaos` runs.
 
 SHELL := /bin/bash
 GO ?= go
@@ -78,7 +79,7 @@ node-deps:
 test test-unit test-chaos: export KUBE_CACHE_MUTATION_DETECTOR := true
 test test-unit test-chaos: export KUBE_WATCHLIST_INCONSISTENCY_DETECTOR := true
 
-## test: every test; the integration tests run a real control plane, and
+## test: every test but test-chaos's; the integration tests run a real control plane, and
 ## test/node and test/apps a real node (containerd, kubelet; Linux and root,
 ## else they skip saying why, except under CI=true). test/apps runs alone,
 ## after the others: its clients time every write to etcd and shardapp, and

@@ -1,9 +1,14 @@
-// Package controller reconciles Installations into their ConfigMaps, Services
-// and StatefulSets. controller.go is the shell (informers, handlers, queue,
-// workers); sync.go reconciles one Installation; apply.go writes one child;
-// status.go computes status; rollout.go and rollback.go decide which shards
-// take a new pod template and which pods a rollout leaves behind; the children
-// themselves come from pkg/resources.
+// Package controller reconciles Installations into their ConfigMaps,
+// Services, StatefulSets and PodDisruptionBudgets. controller.go is the shell
+// (queue, workers); informers.go and handlers.go the informers and their
+// event handlers, whose caches transform.go, packed.go, childclients.go,
+// installationclient.go and pods.go fill; sync.go reconciles one
+// Installation; apply.go, changes.go and claims.go write the children;
+// status.go computes status and statuswrites.go writes it; rollout.go and
+// rollback.go decide which shards take a new pod template and which pods a
+// rollout leaves behind; echoes.go and deletions.go remember the writes the
+// caches do not show yet; errors.go and refused.go say what failed. The
+// children themselves come from pkg/resources.
 package controller
 
 import (
@@ -40,7 +45,9 @@ type Options struct {
 // Controller reconciles Installations. It reads only from its informers'
 // caches and writes through the clientsets, only when something differs.
 type Controller struct {
-	// kubeClient writes ConfigMaps, Services, StatefulSets and events.
+	// kubeClient writes ConfigMaps, Services, StatefulSets,
+	// PodDisruptionBudgets, claims and events, and deletes the pods a rollout
+	// leaves behind.
 	kubeClient kubernetes.Interface
 	// linClient writes Installation status.
 	linClient versioned.Interface

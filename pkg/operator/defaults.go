@@ -4,7 +4,7 @@ import "time"
 
 // Defaults of the command's flags; the benchmark (cmd/bench) runs the
 // operator with them too. It chose the workers and the rate limit: the
-// README's "Workers and the rate limit" says why.
+// "Workers and the rate limit" in docs/reference/flags.md says why.
 const (
 	// DefaultWorkers is the number of Installations reconciled at once.
 	DefaultWorkers = 4
