@@ -82,10 +82,15 @@ func classify(err error) (reason string, permanent bool) {
 	return reason, permanent
 }
 
-// flatten returns the errors joined in err, or err alone.
+// flatten returns the errors joined in err, at any depth, or err alone.
 func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
 	}
-	return []error{err}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }

@@ -96,6 +96,31 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	// the pod template they have; status still compares with desired.
 	plan := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, live)
 	out.rolling = plan.rolling
+	ws, recreate, errs := c.planWrites(inst, l, desired, live, plan)
+	changes, sent, err := c.sendAll(ctx, inst, ws)
+	c.recordChanges(inst, changes)
+	out.changes = changes
+	errs = append(errs, err)
+	if sent {
+		written := writtenShards(inst, live, changes)
+		out.again = len(changes) > 0 && heldBack(plan, planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, written))
+		errs = append(errs, c.removeAndRecreate(ctx, inst, l, recreate, &out))
+		again, err := c.rollBack(ctx, inst, l, written)
+		out.again = out.again || again
+		errs = append(errs, err)
+	}
+	out.err = errors.Join(errs...)
+	out.reason, out.permanent = classify(out.err)
+	return out
+}
+
+// planWrites plans the write of each desired child that differs from the
+// live one, a shard that the rollout plan holds back with the pod template
+// it has, and returns them with the StatefulSets to recreate (desired and
+// live) for an immutable field, and the errors of the children that could
+// not be planned.
+func (c *Controller) planWrites(inst *linv1.Installation, l *listers, desired *resources.Children, live []*appsv1.StatefulSet,
+	plan rolloutPlan) ([]pending, [][2]*appsv1.StatefulSet, []error) {
 	var ws []pending
 	var errs []error
 	add := func(w []pending, err error) {
@@ -109,7 +134,7 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	for _, svc := range desired.Services {
 		add(planWrite(ws, inst, services, svc))
 	}
-	var recreate [][2]*appsv1.StatefulSet // desired and live
+	var recreate [][2]*appsv1.StatefulSet
 	for _, i := range shardOrder(plan) {
 		sts := desired.StatefulSets[i]
 		if !plan.proceed[i] {
@@ -127,31 +152,23 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 	for _, pdb := range desired.PodDisruptionBudgets {
 		add(planWrite(ws, inst, budgets, pdb))
 	}
-	changes, sent, err := c.sendAll(ctx, inst, ws)
-	c.recordChanges(inst, changes)
-	out.changes = changes
-	errs = append(errs, err)
-	if sent && len(changes) > 0 {
-		after := planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, writtenShards(inst, live, changes))
-		out.again = heldBack(plan, after)
-	}
-	if sent {
-		for _, r := range recreate {
-			err := c.recreateStatefulSet(ctx, inst, l, r[0], r[1])
-			if err == nil {
-				out.recreated = append(out.recreated, r[1].Name)
-			}
-			errs = append(errs, err)
+	return ws, recreate, errs
+}
+
+// removeAndRecreate deletes the StatefulSets in recreate (desired and live)
+// to be made anew, naming those it deleted in out.recreated, and the
+// children of what the spec no longer has.
+func (c *Controller) removeAndRecreate(ctx context.Context, inst *linv1.Installation, l *listers, recreate [][2]*appsv1.StatefulSet, out *outcome) error {
+	var errs []error
+	for _, r := range recreate {
+		err := c.recreateStatefulSet(ctx, inst, l, r[0], r[1])
+		if err == nil {
+			out.recreated = append(out.recreated, r[1].Name)
 		}
-		errs = append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l),
-			c.deleteRemovedClientService(ctx, inst, l))
-		again, err := c.rollBack(ctx, inst, l, writtenShards(inst, live, changes))
-		out.again = out.again || again
 		errs = append(errs, err)
 	}
-	out.err = errors.Join(errs...)
-	out.reason, out.permanent = classify(out.err)
-	return out
+	return errors.Join(append(errs, c.deleteRemovedShards(ctx, inst, l), c.deleteRemovedBudgets(ctx, inst, l),
+		c.deleteRemovedClientService(ctx, inst, l))...)
 }
 
 // shardOrder lists the shards with those the rollout plan lets proceed
