@@ -52,27 +52,6 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 	}
 	statefulSets := newPackedLister[appsv1.StatefulSet](stss.Informer(), appsv1.Resource("statefulsets"))
 	var synced []cache.InformerSynced
-	instHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueInstallation,
-		// Every update is enqueued, resyncs included: a resync is how drift
-		// that no event announced (a foreign object deleted, say) is found.
-		// Only the echo of a sync's own status write is not (see echoes).
-		UpdateFunc: func(old, obj any) {
-			inst, ok := obj.(*linv1.Installation)
-			if !ok {
-				c.enqueueInstallation(obj)
-				return
-			}
-			c.statusWrites.observed(inst)
-			if sameResourceVersion(old, obj) || c.echoes.news(cache.MetaObjectToName(inst), inst) {
-				c.enqueueInstallation(obj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			c.observeDeletion(obj)
-			c.enqueueInstallation(obj)
-		},
-	}
 	childHandler := onChange(c.childChanged, func(obj any) {
 		c.observeDeletion(obj)
 		c.handleChild(obj)
@@ -81,7 +60,7 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{insts.Informer(), instHandler},
+		{insts.Informer(), c.installationHandler()},
 		{cms.Informer(), childHandler},
 		{svcs.Informer(), childHandler},
 		{stss.Informer(), childHandler},
@@ -104,6 +83,31 @@ func (c *Controller) watch(ns string, linFactory lininformers.SharedInformerFact
 		events:        events.GetIndexer(),
 		pods:          pods.GetIndexer(),
 	}, synced, nil
+}
+
+// installationHandler queues an Installation on every event but the echo of
+// its sync's own status write (see echoes). Every update is queued, resyncs
+// included: a resync is how drift that no event announced (a foreign object
+// deleted, say) is found.
+func (c *Controller) installationHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueInstallation,
+		UpdateFunc: func(old, obj any) {
+			inst, ok := obj.(*linv1.Installation)
+			if !ok {
+				c.enqueueInstallation(obj)
+				return
+			}
+			c.statusWrites.observed(inst)
+			if sameResourceVersion(old, obj) || c.echoes.news(cache.MetaObjectToName(inst), inst) {
+				c.enqueueInstallation(obj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			c.observeDeletion(obj)
+			c.enqueueInstallation(obj)
+		},
+	}
 }
 
 // listersFor returns the listers of the watched namespace that holds ns.
