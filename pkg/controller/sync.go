@@ -28,21 +28,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if l == nil {
 		return nil
 	}
-	inst, err := l.installations.Installations(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		// Garbage collection removes the children through their owner references.
-		c.statusWrites.forget(key)
-		return nil
-	}
-	if err != nil {
+	inst, err := c.cachedInstallation(l, key)
+	if inst == nil || err != nil {
 		return err
 	}
-	inst = c.statusWrites.latest(inst)
-	if inst.DeletionTimestamp != nil || c.deletions.pending(inst.UID) {
-		// Being deleted, or gone already though the cache still holds it.
-		return nil
-	}
-
 	// Each shard's StatefulSet is decoded from the cache once per sync.
 	live := c.liveShards(inst, l)
 	out := c.reconcile(ctx, inst, l, live)
@@ -74,6 +63,28 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	return out.err
+}
+
+// cachedInstallation returns the Installation key as the cache holds it, or
+// as the sync's own last status write returned it when the cache does not
+// show that yet; nil when there is nothing to reconcile: it is gone, or
+// being deleted.
+func (c *Controller) cachedInstallation(l *listers, key cache.ObjectName) (*linv1.Installation, error) {
+	inst, err := l.installations.Installations(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Garbage collection removes the children through their owner references.
+		c.statusWrites.forget(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	inst = c.statusWrites.latest(inst)
+	if inst.DeletionTimestamp != nil || c.deletions.pending(inst.UID) {
+		// Being deleted, or gone already though the cache still holds it.
+		return nil, nil
+	}
+	return inst, nil
 }
 
 // reconcile renders the children of inst and, unless it is paused, makes the
