@@ -79,34 +79,9 @@ func pack(o message, keepManagedFields bool) (*packed, error) {
 // starts from the cached copy, and must keep what a user applied. raw is not
 // kept.
 func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
-	var meta metav1.ObjectMeta
-	metaStart, metaEnd := -1, -1
-	for off := 0; off < len(raw); {
-		num, typ, n := protowire.ConsumeTag(raw[off:])
-		if n < 0 {
-			return nil, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
-		}
-		start := off
-		off += n
-		n = protowire.ConsumeFieldValue(num, typ, raw[off:])
-		if n < 0 {
-			return nil, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
-		}
-		if num == 1 && typ == protowire.BytesType {
-			if metaStart >= 0 {
-				// Protobuf would merge the two; the API server never sends that.
-				return nil, errors.New("unpacking a child: it has its metadata twice")
-			}
-			v, _ := protowire.ConsumeBytes(raw[off:])
-			if err := meta.Unmarshal(v); err != nil {
-				return nil, fmt.Errorf("unpacking a child's metadata: %w", err)
-			}
-			metaStart, metaEnd = start, off+n
-		}
-		off += n
-	}
-	if metaStart < 0 {
-		return nil, errors.New("unpacking a child: it has no metadata")
+	meta, metaStart, metaEnd, err := findMeta(raw)
+	if err != nil {
+		return nil, err
 	}
 	if !keepManagedFields {
 		meta.ManagedFields = nil
@@ -139,6 +114,40 @@ func packRaw(raw []byte, keepManagedFields bool) (*packed, error) {
 		p.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
 	}
 	return p, nil
+}
+
+// findMeta decodes the metadata of a child's protobuf message, field 1, and
+// returns it with where its field begins and ends in raw.
+func findMeta(raw []byte) (meta metav1.ObjectMeta, metaStart, metaEnd int, err error) {
+	metaStart, metaEnd = -1, -1
+	for off := 0; off < len(raw); {
+		num, typ, n := protowire.ConsumeTag(raw[off:])
+		if n < 0 {
+			return meta, 0, 0, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
+		}
+		start := off
+		off += n
+		n = protowire.ConsumeFieldValue(num, typ, raw[off:])
+		if n < 0 {
+			return meta, 0, 0, fmt.Errorf("unpacking a child: %w", protowire.ParseError(n))
+		}
+		if num == 1 && typ == protowire.BytesType {
+			if metaStart >= 0 {
+				// Protobuf would merge the two; the API server never sends that.
+				return meta, 0, 0, errors.New("unpacking a child: it has its metadata twice")
+			}
+			v, _ := protowire.ConsumeBytes(raw[off:])
+			if err := meta.Unmarshal(v); err != nil {
+				return meta, 0, 0, fmt.Errorf("unpacking a child's metadata: %w", err)
+			}
+			metaStart, metaEnd = start, off+n
+		}
+		off += n
+	}
+	if metaStart < 0 {
+		return meta, 0, 0, errors.New("unpacking a child: it has no metadata")
+	}
+	return meta, metaStart, metaEnd, nil
 }
 
 // decodable is a pointer to a kind of child, which its generated protobuf
