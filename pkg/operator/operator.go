@@ -115,31 +115,13 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the lin.dev client: %w", err)
 	}
+	inf, err := newInformers(restConfig, cfg)
+	if err != nil {
+		return nil, err
+	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
-	// The informers' lists and watches go through clients of their own with
-	// no Timeout: restConfig's bounds one request, and would cut every
-	// watch after it, while the reflector ends its watches by itself (5 to
-	// 10 minutes) and resumes them from the last version seen.
-	watchConfig := rest.CopyConfig(restConfig)
-	watchConfig.Timeout = 0
-	kubeWatchClient, err := kubernetes.NewForConfig(ProtobufConfig(watchConfig))
-	if err != nil {
-		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
-	}
-	linWatchClient, err := controller.NewInstallationWatchClient(watchConfig)
-	if err != nil {
-		return nil, fmt.Errorf("making the lin.dev client: %w", err)
-	}
-	children, err := controller.NewChildClients(watchConfig, cfg.KeepManagedFields)
-	if err != nil {
-		return nil, fmt.Errorf("making the children's clients: %w", err)
-	}
-	inf := controller.NewInformers(kubeWatchClient, linWatchClient, controller.InformerOptions{
-		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
-		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren, Children: children,
-	})
 	ctrl, err := controller.New(kubeClient, linClient, inf, controller.Options{
 		ClusterDomain: cfg.ClusterDomain,
 		Recorder:      recorder,
@@ -172,6 +154,31 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 		watchdog:      leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout),
 		installations: cachedInstallations(inf),
 	}, nil
+}
+
+// newInformers makes the informers. Their lists and watches go through
+// clients of their own with no Timeout: restConfig's bounds one request, and
+// would cut every watch after it, while the reflector ends its watches by
+// itself (5 to 10 minutes) and resumes them from the last version seen.
+func newInformers(restConfig *rest.Config, cfg Config) (*controller.Informers, error) {
+	watchConfig := rest.CopyConfig(restConfig)
+	watchConfig.Timeout = 0
+	kubeWatchClient, err := kubernetes.NewForConfig(ProtobufConfig(watchConfig))
+	if err != nil {
+		return nil, fmt.Errorf("making the Kubernetes client: %w", err)
+	}
+	linWatchClient, err := controller.NewInstallationWatchClient(watchConfig)
+	if err != nil {
+		return nil, fmt.Errorf("making the lin.dev client: %w", err)
+	}
+	children, err := controller.NewChildClients(watchConfig, cfg.KeepManagedFields)
+	if err != nil {
+		return nil, fmt.Errorf("making the children's clients: %w", err)
+	}
+	return controller.NewInformers(kubeWatchClient, linWatchClient, controller.InformerOptions{
+		Namespaces: cfg.Namespaces, ResyncPeriod: cfg.ResyncPeriod, InstallationSelector: cfg.InstallationSelector,
+		KeepManagedFields: cfg.KeepManagedFields, WatchAllChildren: cfg.WatchAllChildren, Children: children,
+	}), nil
 }
 
 // ProtobufConfig returns a copy of cfg that talks protobuf, for the clients of
