@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -79,25 +80,9 @@ func checkReviewAccess(ctx context.Context, client kubernetes.Interface) {
 // authenticator and authorizer, which an aggregated API server and
 // kube-rbac-proxy use for the same job, with their caches.
 func authorized(next http.Handler, reviews kubernetes.Interface) (http.Handler, error) {
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
-		CacheTTL:                 tokenCacheTTL,
-		TokenAccessReviewClient:  reviews.AuthenticationV1(),
-		TokenAccessReviewTimeout: reviewTimeout,
-		WebhookRetryBackoff:      reviewBackoff(),
-	}.New()
+	authn, authz, err := delegating(reviews)
 	if err != nil {
-		return nil, fmt.Errorf("making the metrics authenticator: %w", err)
-	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: reviews.AuthorizationV1(),
-		Compiler:                  noConditions{},
-		AllowCacheTTL:             allowCacheTTL,
-		DenyCacheTTL:              denyCacheTTL,
-		WebhookRetryBackoff:       reviewBackoff(),
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("making the metrics authorizer: %w", err)
+		return nil, err
 	}
 	// The reviews are bounded as the scrapes are: each new token costs a
 	// TokenReview, so without a bound a flood of made-up tokens would queue
@@ -111,32 +96,67 @@ func authorized(next http.Handler, reviews kubernetes.Interface) (http.Handler, 
 			http.Error(w, fmt.Sprintf("more than %d scrapes at once", metrics.MaxScrapesInFlight), http.StatusServiceUnavailable)
 			return
 		}
-		// A token that the review refuses comes back as an error that says
-		// why (expired, not issued here); either way the answer is 401,
-		// as the API server's own. The log says why at -v=2: at the default
-		// level, anyone could fill it with bad tokens. A review that fails
-		// (RBAC, the API server) is logged as an error by the authenticator.
-		res, ok, err := authn.AuthenticateRequest(r)
-		if err != nil || !ok {
-			klog.V(2).InfoS("Scrape not authenticated", "path", r.URL.Path, "err", err)
-			http.Error(w, "Unauthorized: a bearer token that the API server accepts is required", http.StatusUnauthorized)
-			return
+		if allow(w, r, authn, authz) {
+			next.ServeHTTP(w, r)
 		}
-		attrs := authorizer.AttributesRecord{User: res.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
-		decision, reason, err := authz.Authorize(r.Context(), attrs)
-		if err != nil {
-			klog.ErrorS(err, "Reviewing a scrape's access failed", "user", res.User.GetName(), "hint", reviewsHint)
-			http.Error(w, "the access could not be reviewed", http.StatusInternalServerError)
-			return
-		}
-		if decision != authorizer.DecisionAllow {
-			klog.V(2).InfoS("Scrape denied", "user", res.User.GetName(), "path", r.URL.Path, "reason", reason)
-			http.Error(w, fmt.Sprintf("Forbidden: user %q may not %s %s", res.User.GetName(), attrs.Verb, r.URL.Path),
-				http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
 	}), nil
+}
+
+// delegating returns k8s.io/apiserver's delegating authenticator and
+// authorizer, which send TokenReviews and SubjectAccessReviews through
+// reviews and cache their answers.
+func delegating(reviews kubernetes.Interface) (authenticator.Request, authorizer.Authorizer, error) {
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
+		CacheTTL:                 tokenCacheTTL,
+		TokenAccessReviewClient:  reviews.AuthenticationV1(),
+		TokenAccessReviewTimeout: reviewTimeout,
+		WebhookRetryBackoff:      reviewBackoff(),
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the metrics authenticator: %w", err)
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: reviews.AuthorizationV1(),
+		Compiler:                  noConditions{},
+		AllowCacheTTL:             allowCacheTTL,
+		DenyCacheTTL:              denyCacheTTL,
+		WebhookRetryBackoff:       reviewBackoff(),
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the metrics authorizer: %w", err)
+	}
+	return authn, authz, nil
+}
+
+// allow reports whether the request's bearer token is authenticated and its
+// user allowed the request's verb on its path, and otherwise answers it.
+func allow(w http.ResponseWriter, r *http.Request, authn authenticator.Request, authz authorizer.Authorizer) bool {
+	// A token that the review refuses comes back as an error that says
+	// why (expired, not issued here); either way the answer is 401, as the
+	// API server's own. The log says why at -v=2: at the default level,
+	// anyone could fill it with bad tokens. A review that fails (RBAC, the
+	// API server) is logged as an error by the authenticator.
+	res, ok, err := authn.AuthenticateRequest(r)
+	if err != nil || !ok {
+		klog.V(2).InfoS("Scrape not authenticated", "path", r.URL.Path, "err", err)
+		http.Error(w, "Unauthorized: a bearer token that the API server accepts is required", http.StatusUnauthorized)
+		return false
+	}
+	attrs := authorizer.AttributesRecord{User: res.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+	decision, reason, err := authz.Authorize(r.Context(), attrs)
+	if err != nil {
+		klog.ErrorS(err, "Reviewing a scrape's access failed", "user", res.User.GetName(), "hint", reviewsHint)
+		http.Error(w, "the access could not be reviewed", http.StatusInternalServerError)
+		return false
+	}
+	if decision != authorizer.DecisionAllow {
+		klog.V(2).InfoS("Scrape denied", "user", res.User.GetName(), "path", r.URL.Path, "reason", reason)
+		http.Error(w, fmt.Sprintf("Forbidden: user %q may not %s %s", res.User.GetName(), attrs.Verb, r.URL.Path),
+			http.StatusForbidden)
+		return false
+	}
+	return true
 }
 
 // noConditions is the CEL compiler of an authorizer with no match
