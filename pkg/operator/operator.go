@@ -119,6 +119,16 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	leaseClient, err := kubernetes.NewForConfig(ProtobufConfig(restConfig))
+	if err != nil {
+		return nil, fmt.Errorf("making the Lease client: %w", err)
+	}
+	reviewConfig := ProtobufConfig(restConfig)
+	reviewConfig.Wrap(metrics.CountAccessReviews)
+	reviewClient, err := kubernetes.NewForConfig(reviewConfig)
+	if err != nil {
+		return nil, fmt.Errorf("making the review client: %w", err)
+	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
@@ -135,18 +145,6 @@ func New(restConfig *rest.Config, cfg Config) (*Operator, error) {
 	if err != nil {
 		broadcaster.Shutdown()
 		return nil, err
-	}
-	leaseClient, err := kubernetes.NewForConfig(ProtobufConfig(restConfig))
-	if err != nil {
-		broadcaster.Shutdown()
-		return nil, fmt.Errorf("making the Lease client: %w", err)
-	}
-	reviewConfig := ProtobufConfig(restConfig)
-	reviewConfig.Wrap(metrics.CountAccessReviews)
-	reviewClient, err := kubernetes.NewForConfig(reviewConfig)
-	if err != nil {
-		broadcaster.Shutdown()
-		return nil, fmt.Errorf("making the review client: %w", err)
 	}
 	return &Operator{
 		Controller: ctrl, config: cfg, informers: inf, broadcaster: broadcaster, recorder: recorder,
