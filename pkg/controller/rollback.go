@@ -30,23 +30,26 @@ type stalePod struct {
 }
 
 // stalePods returns the pods of a shard's StatefulSet that the operator
-// deletes now, highest ordinal first, so that the StatefulSet makes them
-// again at its update revision: a pod that runs another revision than the
-// update revision, and is not Ready. Such a pod is what a rollout that was
-// set back, or replaced by another, leaves behind (it runs neither the
-// current nor the update revision), or a pod of the release before that
-// never became Ready (a first release that never ran, then fixed). Under
-// OrderedReady the StatefulSet controller waits for every pod to become
-// Ready before it replaces any, which a crash-looping or unschedulable pod
-// never does (Kubernetes calls the way out "forced rollback", and leaves it
-// to a person); under Parallel it would replace the pod anyway.
+// deletes now, so that the StatefulSet makes them again at its update
+// revision: a pod that runs another revision than the update revision, and
+// is not Ready. Such a pod is what a rollout that was set back, or replaced
+// by another, leaves behind (it runs neither the current nor the update
+// revision), or a pod of the release before that never became Ready (a
+// first release that never ran, then fixed). Under OrderedReady the
+// StatefulSet controller waits for every pod, in ordinal order, to become
+// Ready before it replaces or makes any after it, which a crash-looping or
+// unschedulable pod never does (Kubernetes calls the way out "forced
+// rollback", and leaves it to a person); so the lowest such pod goes first,
+// the one in the way. Under Parallel the StatefulSet controller would
+// replace the pod anyway, highest ordinal first, and so does the operator.
 //
 // A Ready pod is never one. Nor is any pod while the StatefulSet's status
 // describes an older spec: its revisions are then not yet those of the spec,
 // and a pod just made at the new revision would look stale. At most
-// maxUnavailable pods of the shard are away at once: a pod missing, being
-// deleted (deleting reports a deletion the cache does not show yet), or made
-// at the update revision and not Ready yet counts against it.
+// maxUnavailable pods of the shard are away at once: a pod being deleted
+// (deleting reports a deletion the cache does not show yet), one made at the
+// update revision and not Ready yet, and a missing pod that the StatefulSet
+// is making count against it.
 func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev1.Pod) bool) []stalePod {
 	s := sts.Status
 	if s.ObservedGeneration < sts.Generation || s.UpdateRevision == "" {
@@ -59,12 +62,19 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 			byOrdinal[i] = p
 		}
 	}
+	ordered := sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	room := maxUnavailable(sts, replicas)
 	var stale []stalePod
-	for i := replicas - 1; i >= 0; i-- {
-		p := byOrdinal[i]
+	allReady := true // every pod below the one looked at is Ready
+	for _, p := range byOrdinal {
 		switch rev := podRevision(p); {
-		case p == nil || p.DeletionTimestamp != nil || deleting(p):
+		case p == nil:
+			// The StatefulSet makes it now, unless OrderedReady holds it
+			// behind a pod below that is not Ready: that one is in the way.
+			if !ordered || allReady {
+				room--
+			}
+		case p.DeletionTimestamp != nil || deleting(p):
 			room--
 		case isPodReady(p):
 		case rev == s.UpdateRevision:
@@ -72,6 +82,11 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 		default:
 			stale = append(stale, stalePod{pod: p, why: notReadyReason(p)})
 		}
+		allReady = allReady && p != nil && p.DeletionTimestamp == nil && isPodReady(p)
+	}
+	if !ordered {
+		// As the StatefulSet controller replaces pods: highest ordinal first.
+		slices.Reverse(stale)
 	}
 	return stale[:min(max(int(room), 0), len(stale))]
 }

@@ -34,11 +34,11 @@ const (
 )
 
 // shardWith returns a shard's StatefulSet at current and update revision,
-// and a pod per entry of as, controlled by it.
+// under OrderedReady, and a pod per entry of as, controlled by it.
 func shardWith(current, update string, maxUnavailable *intstr.IntOrString, as ...podAs) (*appsv1.StatefulSet, []*corev1.Pod) {
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-0", Namespace: "ns", UID: "uid-sts", Generation: 2},
-		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(int32(len(as)))},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(int32(len(as))), PodManagementPolicy: appsv1.OrderedReadyPodManagement},
 		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: current, UpdateRevision: update},
 	}
 	if maxUnavailable != nil {
@@ -78,30 +78,40 @@ func TestStalePods(t *testing.T) {
 	ready := func(rev string) podAs { return podAs{rev: rev, ready: true} }
 	failing := func(rev string) podAs { return podAs{rev: rev} }
 	two := ptr.To(intstr.FromInt32(2))
+	const ordered, parallel = appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement
 	for _, tc := range []struct {
 		name            string
+		policy          appsv1.PodManagementPolicyType
 		current, update string
 		maxUnavailable  *intstr.IntOrString
 		pods            []podAs
 		want            []string
 	}{
-		{"set back: the crash-looping pod of the bad release", revA, revA, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
-		{"rolling on top of a bad release", revA, revC, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
-		{"a Ready pod of an old revision is the StatefulSet's to replace", revA, revA, nil, []podAs{ready(revA), ready(revB)}, nil},
-		{"a failing pod of the update revision is the rollout's own", revA, revB, nil, []podAs{ready(revA), failing(revB)}, nil},
-		{"a failing pod of the current revision: a first release that never ran, fixed", revA, revB, nil, []podAs{failing(revA)}, []string{"demo-0-0"}},
-		{"a failing pod of the current revision in a rollout", revA, revB, nil, []podAs{failing(revA), ready(revA)}, []string{"demo-0-0"}},
-		{"one at a time by default, highest ordinal first", revA, revA, nil, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1"}},
-		{"as many as maxUnavailable", revA, revA, two, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1", "demo-0-0"}},
-		{"a percentage of maxUnavailable rounds down, to at least one", revA, revA, ptr.To(intstr.FromString("10%")),
-			[]podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-1"}},
-		{"a replaced pod not Ready yet takes the room", revA, revA, nil, []podAs{failing(revB), failing(revA)}, nil},
-		{"a pod being deleted takes the room", revA, revA, nil, []podAs{failing(revB), {rev: revA, ready: true, gone: true}}, nil},
-		{"a missing pod takes the room", revA, revA, nil, []podAs{failing(revB), {}}, nil},
-		{"the one being deleted is not deleted again", revA, revA, nil, []podAs{ready(revA), {rev: revB, gone: true}}, nil},
+		{"set back: the crash-looping pod of the bad release", ordered, revA, revA, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
+		{"rolling on top of a bad release", ordered, revA, revC, nil, []podAs{ready(revA), failing(revB)}, []string{"demo-0-1"}},
+		{"a Ready pod of an old revision is the StatefulSet's to replace", ordered, revA, revA, nil, []podAs{ready(revA), ready(revB)}, nil},
+		{"a failing pod of the update revision is the rollout's own", ordered, revA, revB, nil, []podAs{ready(revA), failing(revB)}, nil},
+		{"a first release that never ran, fixed: the pods after it were never made", ordered, revA, revB, nil,
+			[]podAs{failing(revA), {}, {}}, []string{"demo-0-0"}},
+		{"a failing pod of the current revision in a rollout", ordered, revA, revB, nil, []podAs{failing(revA), ready(revA)}, []string{"demo-0-0"}},
+		{"OrderedReady: one at a time, the lowest first, which is in the way", ordered, revA, revA, nil,
+			[]podAs{ready(revA), failing(revB), failing(revB)}, []string{"demo-0-1"}},
+		{"Parallel: one at a time, the highest first", parallel, revA, revA, nil,
+			[]podAs{ready(revA), failing(revB), failing(revB)}, []string{"demo-0-2"}},
+		{"as many as maxUnavailable", ordered, revA, revA, two, []podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-0", "demo-0-1"}},
+		{"a percentage of maxUnavailable rounds down, to at least one", ordered, revA, revA, ptr.To(intstr.FromString("10%")),
+			[]podAs{failing(revB), failing(revB), ready(revA)}, []string{"demo-0-0"}},
+		{"a replaced pod not Ready yet takes the room", ordered, revA, revA, nil, []podAs{failing(revA), failing(revB)}, nil},
+		{"a pod being deleted takes the room", ordered, revA, revA, nil, []podAs{failing(revB), {rev: revA, ready: true, gone: true}}, nil},
+		{"OrderedReady: a missing pod being made takes the room", ordered, revA, revA, nil, []podAs{ready(revA), {}, failing(revB)}, nil},
+		{"OrderedReady: a missing pod held behind the failing one does not", ordered, revA, revA, nil,
+			[]podAs{failing(revB), {}}, []string{"demo-0-0"}},
+		{"Parallel: a missing pod is being made and takes the room", parallel, revA, revA, nil, []podAs{failing(revB), {}}, nil},
+		{"the one being deleted is not deleted again", ordered, revA, revA, nil, []podAs{ready(revA), {rev: revB, gone: true}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sts, pods := shardWith(tc.current, tc.update, tc.maxUnavailable, tc.pods...)
+			sts.Spec.PodManagementPolicy = tc.policy
 			var got []string
 			for _, s := range stalePods(sts, pods, func(*corev1.Pod) bool { return false }) {
 				got = append(got, s.pod.Name)
