@@ -122,38 +122,9 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
-
-	st, err := readState(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if running, err := clearDir(dir); err != nil || running {
 		return err
 	}
-	procs, err := env.RecordedProcesses(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if st != nil && running(st, procs) {
-		fmt.Fprintf(os.Stderr, "The cluster in %s is already running.\n", dir)
-		printUsage(dir, st)
-		fmt.Println(st.Kubeconfig)
-		return nil
-	}
-	if len(procs) > 0 {
-		// A cluster that is partly gone (a reboot, a killed program, an
-		// up that did not finish) is not worth mending: its survivors go
-		// and a new one starts.
-		fmt.Fprintf(os.Stderr, "The cluster recorded in %s is not running; starting a new one.\n", dir)
-		env.StopProcesses(procs, stopTimeout)
-	}
-	if err := removeOwnDir(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, markerFile), []byte("made by hack/localcluster\n"), 0o644); err != nil {
-		return err
-	}
-
 	// A Ctrl-C or a closed terminal during the start cancels it, and Start
 	// then stops what it had started; the programs themselves, in sessions
 	// of their own, never see the terminal's signals. A reader of the output
@@ -163,35 +134,74 @@ func up(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancel()
 	began := time.Now()
-	e, err := env.Start(ctx, env.Options{
-		Mode:   env.Cluster,
-		Dir:    dir,
-		Nodes:  *nodes,
-		Fsync:  *fsync,
-		Detach: true,
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(os.Stderr, format+"\n", args...)
-		},
-	})
+	st, err := startDetached(ctx, dir, env.Options{Mode: env.Cluster, Dir: dir, Nodes: *nodes, Fsync: *fsync, Detach: true}, *volumes)
 	if err != nil {
 		return err
 	}
-	if err := e.ProvideVolumes(ctx, *volumes, volumeSize); err != nil {
-		return errors.Join(err, e.Stop())
-	}
-	if ctx.Err() != nil {
-		return errors.Join(errors.New("interrupted"), e.Stop())
-	}
-	st = &state{Kubeconfig: e.KubeconfigPath, BinDir: e.BinDir, Started: time.Now()}
-	if err := writeState(dir, st); err != nil {
-		return errors.Join(fmt.Errorf("recording the cluster: %w", err), e.Stop())
-	}
-	// Returning without e.Stop leaves the programs running: that is the
-	// point of Detach.
 	fmt.Fprintf(os.Stderr, "Cluster started in %v (logs in %s).\n", time.Since(began).Round(time.Millisecond), filepath.Join(dir, "logs"))
 	printUsage(dir, st)
 	fmt.Println(st.Kubeconfig)
 	return nil
+}
+
+// clearDir makes dir ready for a new cluster, and reports whether the
+// cluster recorded there is running, which it then leaves as it is and
+// prints how to use.
+func clearDir(dir string) (bool, error) {
+	st, err := readState(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	procs, err := env.RecordedProcesses(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if st != nil && running(st, procs) {
+		fmt.Fprintf(os.Stderr, "The cluster in %s is already running.\n", dir)
+		printUsage(dir, st)
+		fmt.Println(st.Kubeconfig)
+		return true, nil
+	}
+	if len(procs) > 0 {
+		// A cluster that is partly gone (a reboot, a killed program, an
+		// up that did not finish) is not worth mending: its survivors go
+		// and a new one starts.
+		fmt.Fprintf(os.Stderr, "The cluster recorded in %s is not running; starting a new one.\n", dir)
+		env.StopProcesses(procs, stopTimeout)
+	}
+	if err := removeOwnDir(dir); err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	return false, os.WriteFile(filepath.Join(dir, markerFile), []byte("made by hack/localcluster\n"), 0o644)
+}
+
+// startDetached starts the cluster of opts in dir with volumes for claims,
+// records it there, and leaves its programs running; a failure or an
+// interruption stops what was started.
+func startDetached(ctx context.Context, dir string, opts env.Options, volumes int) (*state, error) {
+	opts.Logf = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+	e, err := env.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.ProvideVolumes(ctx, volumes, volumeSize); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	if ctx.Err() != nil {
+		return nil, errors.Join(errors.New("interrupted"), e.Stop())
+	}
+	st := &state{Kubeconfig: e.KubeconfigPath, BinDir: e.BinDir, Started: time.Now()}
+	if err := writeState(dir, st); err != nil {
+		return nil, errors.Join(fmt.Errorf("recording the cluster: %w", err), e.Stop())
+	}
+	// Returning without e.Stop leaves the programs running: that is the
+	// point of Detach.
+	return st, nil
 }
 
 // printUsage tells a developer how to reach the cluster.

@@ -79,14 +79,7 @@ func run(state string, operator []string) error {
 		}
 	}()
 	kubeconfig := filepath.Join(state, "kubeconfig")
-	data, err := os.ReadFile(c.KubeconfigPath)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+	if err := copyKubeconfig(c.KubeconfigPath, kubeconfig); err != nil {
 		return err
 	}
 	defer os.Remove(kubeconfig)
@@ -102,8 +95,27 @@ In another shell, as root:
 Ctrl-C stops the operator and the cluster.
 
 `, node.Name, node.OperatorImage, node.TestAppImage, node.BusyboxImage)
+	return runOperator(ctx, operator, c.KubeconfigPath)
+}
 
-	cmd := exec.Command(operator[0], append(operator[1:], "--kubeconfig", c.KubeconfigPath)...)
+// copyKubeconfig copies the cluster's kubeconfig to to, where
+// hack/node-shell.sh finds it.
+func copyKubeconfig(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}
+
+// runOperator runs the operator command against kubeconfig until it exits,
+// or until ctx is done, when it stops it with SIGTERM, as a Deployment
+// does: it drains its queue and releases its Lease.
+func runOperator(ctx context.Context, operator []string, kubeconfig string) error {
+	cmd := exec.Command(operator[0], append(operator[1:], "--kubeconfig", kubeconfig)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -114,7 +126,6 @@ Ctrl-C stops the operator and the cluster.
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		// The operator drains its queue and releases its Lease on SIGTERM.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		err := <-done
 		var exit *exec.ExitError
