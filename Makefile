@@ -89,9 +89,9 @@ test: tools node-deps
 	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -vx 'lin.dev/lin-operator/test/apps')
 	LIN_TOOLS_BIN="$$(hack/build-tools.sh 2>/dev/null)" $(GO) test -count=1 -timeout 30m -v ./test/apps
 
-## test-unit: the tests that need no control plane.
+## test-unit: the tests that need no control plane, wherever they are.
 test-unit:
-	$(GO) test -count=1 ./pkg/... ./cmd/...
+	$(GO) test -count=1 ./pkg/... ./cmd/... ./test/harness/ ./examples/...
 
 ## test-chaos: the reliability scenarios of test/chaos (kube-apiserver restarts,
 ## etcd compaction, SIGKILL of the operator, concurrent writers, each under a
