@@ -64,13 +64,18 @@ func TestAnUpdateKeepsTheLastAppliedCopyOfWhoeverAppliedTheChild(t *testing.T) {
 	inst.Spec.Config = map[string]string{"app.conf": "level=debug\n"}
 	inst.Generation = 2
 
+	updated := 0
 	for _, a := range f.run(inst, false) {
 		if a.GetVerb() != "update" || a.GetSubresource() != "" || a.GetResource().Resource == "statefulsets" {
 			continue
 		}
+		updated++
 		obj := object[runtime.Object](t, a).(metav1.Object)
 		if got := obj.GetAnnotations()[lastApplied]; got != applied {
 			t.Errorf("update of %s %s: %s is %q, want it kept", a.GetResource().Resource, obj.GetName(), lastApplied, got)
 		}
+	}
+	if updated != 2 {
+		t.Errorf("%d updates of the Service and the ConfigMap, want 2", updated)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +17,20 @@ import (
 	"k8s.io/utils/ptr"
 
 	linv1 "lin.dev/lin-operator/pkg/apis/lin/v1"
+	"lin.dev/lin-operator/pkg/resources"
 )
 
 // ReasonForcedRollback is the reason of the event raised for each pod that
 // the operator deletes because a rollout leaves it behind (see stalePods).
 const ReasonForcedRollback = "ForcedRollback"
+
+// settleTime is how long a pod must have been not Ready before the forced
+// rollback deletes it. The caches of pods and of StatefulSets follow two
+// watches, and for a moment either may be ahead of the other: a pod that the
+// StatefulSet has just made at a revision its cached status does not show
+// yet, or one whose readiness blinks while the StatefulSet replaces another,
+// must not be taken for one left behind.
+const settleTime = 10 * time.Second
 
 // stalePod is a pod that a rollout leaves behind, and why it cannot serve.
 type stalePod struct {
@@ -43,17 +53,23 @@ type stalePod struct {
 // the one in the way. Under Parallel the StatefulSet controller would
 // replace the pod anyway, highest ordinal first, and so does the operator.
 //
-// A Ready pod is never one. Nor is any pod while the StatefulSet's status
-// describes an older spec: its revisions are then not yet those of the spec,
-// and a pod just made at the new revision would look stale. At most
+// A Ready pod is never one, nor one not Ready for less than settleTime. A
+// pod of the current revision that only fails its readiness (no container
+// waiting on an error, none stopped, scheduled) is one only once it has not
+// been Ready for the progress deadline: until then the rollout may yet reach
+// it. Nor is any pod one while the StatefulSet's status describes an older
+// spec: its revisions are then not yet those of the spec, and a pod just
+// made at the new revision would look stale. stalePods also returns when a
+// pod not Ready too short a time becomes one (zero for none). At most
 // maxUnavailable pods of the shard are away at once: a pod being deleted
 // (deleting reports a deletion the cache does not show yet), one made at the
 // update revision and not Ready yet, and a missing pod that the StatefulSet
 // is making count against it.
-func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev1.Pod) bool) []stalePod {
+func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev1.Pod) bool, deadline time.Duration,
+	now time.Time) ([]stalePod, time.Duration) {
 	s := sts.Status
 	if s.ObservedGeneration < sts.Generation || s.UpdateRevision == "" {
-		return nil
+		return nil, 0
 	}
 	replicas := ptr.Deref(sts.Spec.Replicas, 1)
 	byOrdinal := make([]*corev1.Pod, replicas)
@@ -65,6 +81,7 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 	ordered := sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	room := maxUnavailable(sts, replicas)
 	var stale []stalePod
+	var recheck time.Duration
 	allReady := true // every pod below the one looked at is Ready
 	for _, p := range byOrdinal {
 		switch rev := podRevision(p); {
@@ -80,7 +97,18 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 		case rev == s.UpdateRevision:
 			room--
 		default:
-			stale = append(stale, stalePod{pod: p, why: notReadyReason(p)})
+			why, hard := failure(p)
+			wait := settleTime
+			if rev == s.CurrentRevision && !hard {
+				// Only failing its readiness, on the revision the rollout
+				// has yet to reach: stuck only once the rollout stalled.
+				wait = deadline
+			}
+			if left := wait - now.Sub(notReadySince(p)); left > 0 {
+				recheck = shortest(recheck, left)
+				break
+			}
+			stale = append(stale, stalePod{pod: p, why: why})
 		}
 		allReady = allReady && p != nil && p.DeletionTimestamp == nil && isPodReady(p)
 	}
@@ -88,7 +116,26 @@ func stalePods(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev
 		// As the StatefulSet controller replaces pods: highest ordinal first.
 		slices.Reverse(stale)
 	}
-	return stale[:min(max(int(room), 0), len(stale))]
+	return stale[:min(max(int(room), 0), len(stale))], recheck
+}
+
+// shortest returns the shorter of two waits, where zero is none.
+func shortest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// notReadySince is when a pod's Ready condition last turned, or when the pod
+// was made if it has none yet.
+func notReadySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return p.CreationTimestamp.Time
 }
 
 // podOrdinal returns the ordinal of a pod named after the StatefulSet sts.
@@ -133,52 +180,65 @@ func isPodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// notReadyReason says, from a pod's status, why it is not Ready: a container
-// waiting (CrashLoopBackOff, ImagePullBackOff) or stopped, a pod that cannot
-// be scheduled, or its Ready condition's word.
-func notReadyReason(p *corev1.Pod) string {
+// failure says, from a pod's status, why it is not Ready, and whether that
+// is a hard failure: a container waiting (CrashLoopBackOff,
+// ImagePullBackOff) or stopped with an error, or a pod that cannot be
+// scheduled, rather than only a readiness that does not pass (yet).
+func failure(p *corev1.Pod) (string, bool) {
 	for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		switch st := cs.State; {
 		case st.Waiting != nil && st.Waiting.Reason != "" && st.Waiting.Reason != "ContainerCreating" && st.Waiting.Reason != "PodInitializing":
-			return fmt.Sprintf("container %s is waiting: %s", cs.Name, st.Waiting.Reason)
+			return fmt.Sprintf("container %s is waiting: %s", cs.Name, st.Waiting.Reason), true
 		case st.Terminated != nil && st.Terminated.ExitCode != 0:
-			return fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, st.Terminated.ExitCode, st.Terminated.Reason)
+			return fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, st.Terminated.ExitCode, st.Terminated.Reason), true
 		}
 	}
 	var ready *corev1.PodCondition
 	for i, c := range p.Status.Conditions {
 		switch {
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
-			return fmt.Sprintf("pod is %s: %s: %s", p.Status.Phase, c.Reason, c.Message)
+			return fmt.Sprintf("pod is %s: %s: %s", p.Status.Phase, c.Reason, c.Message), true
 		case c.Type == corev1.PodReady:
 			ready = &p.Status.Conditions[i]
 		}
 	}
 	if ready != nil && ready.Message != "" {
-		return fmt.Sprintf("pod is %s, not Ready: %s", p.Status.Phase, ready.Message)
+		return fmt.Sprintf("pod is %s, not Ready: %s", p.Status.Phase, ready.Message), false
 	}
-	return fmt.Sprintf("pod is %s, not Ready", p.Status.Phase)
+	return fmt.Sprintf("pod is %s, not Ready", p.Status.Phase), false
 }
 
-// rollBack deletes the pods of each shard that a rollout leaves behind (see stalePods), with an
-// event each, and reports whether a pod had changed since the cache showed
-// it, so that the sync must look again. live holds each shard's StatefulSet
-// as the sync left it; one that a write of the operator's own has changed
-// since the cache showed it is skipped until the cache does.
-func (c *Controller) rollBack(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) (bool, error) {
-	again := false
+// rollBack deletes the pods of each shard that a rollout leaves behind (see
+// stalePods), with an event each, and returns when the sync must look again:
+// when a pod not Ready too short a time becomes one, a second after a pod
+// that had changed since the cache showed it, or after a write of the
+// operator's own to a StatefulSet that the cache does not show yet; zero for
+// never. live holds each shard's StatefulSet as the sync left it.
+func (c *Controller) rollBack(ctx context.Context, inst *linv1.Installation, l *listers, live []*appsv1.StatefulSet) (time.Duration, error) {
+	var recheck time.Duration
 	var errs []error
+	now := time.Now()
 	for _, sts := range live {
-		if sts == nil || c.leaving(sts) || c.echoes.awaiting(sts.UID) {
+		if sts == nil || c.leaving(sts) {
 			continue
 		}
-		for _, s := range stalePods(sts, l.podsOf(sts.UID), func(p *corev1.Pod) bool { return c.deletions.pending(p.UID) }) {
+		if c.echoes.awaiting(sts.UID) {
+			// Its echo wakes nothing (see echoes).
+			recheck = shortest(recheck, time.Second)
+			continue
+		}
+		stale, after := stalePods(sts, l.podsOf(sts.UID), func(p *corev1.Pod) bool { return c.deletions.pending(p.UID) },
+			resources.ProgressDeadline(inst), now)
+		recheck = shortest(recheck, after)
+		for _, s := range stale {
 			changed, err := c.deleteStalePod(ctx, inst, sts, s)
-			again = again || changed
+			if changed {
+				recheck = shortest(recheck, time.Second)
+			}
 			errs = append(errs, err)
 		}
 	}
-	return again, errors.Join(errs...)
+	return recheck, errors.Join(errs...)
 }
 
 // deleteStalePod deletes a stale pod, only if it is still as the cache showed

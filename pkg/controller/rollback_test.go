@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,12 +19,20 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// A pod's state in a forced rollback table.
+// A pod's state in a forced rollback table. One not Ready has not been
+// since fixedNow.
 type podAs struct {
 	rev   string // its controller-revision-hash; "" for no pod at that ordinal
 	ready bool
 	gone  bool // being deleted
+	soft  bool // not Ready only for its readiness: running, no container waiting
 }
+
+// The progress deadline of the tables, and the time they look at the pods:
+// a minute after the failing ones turned not Ready.
+const tableDeadline = 10 * time.Minute
+
+var tableNow = fixedNow.Add(time.Minute)
 
 // The revisions of the tables: the StatefulSet's current and update
 // revision, and two that a rollout left behind.
@@ -60,11 +69,15 @@ func podOf(sts *appsv1.StatefulSet, i int, a podAs) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sts.Namespace, UID: types.UID("uid-" + name), ResourceVersion: "7",
 			Labels:          map[string]string{appsv1.ControllerRevisionHashLabelKey: a.rev},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady,
+			Status: corev1.ConditionFalse, LastTransitionTime: fixedNow}}},
 	}
-	if a.ready {
+	switch {
+	case a.ready:
 		p.Status.Conditions[0].Status = corev1.ConditionTrue
-	} else {
+	case a.soft:
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	default:
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 4,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}}}}
 	}
@@ -113,7 +126,8 @@ func TestStalePods(t *testing.T) {
 			sts, pods := shardWith(tc.current, tc.update, tc.maxUnavailable, tc.pods...)
 			sts.Spec.PodManagementPolicy = tc.policy
 			var got []string
-			for _, s := range stalePods(sts, pods, func(*corev1.Pod) bool { return false }) {
+			stale, _ := stalePods(sts, pods, func(*corev1.Pod) bool { return false }, tableDeadline, tableNow)
+			for _, s := range stale {
 				got = append(got, s.pod.Name)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -126,31 +140,62 @@ func TestStalePods(t *testing.T) {
 func TestStalePodsWaitForTheStatefulSetsStatusAndItsOwnPods(t *testing.T) {
 	stale := []podAs{{rev: revA, ready: true}, {rev: revB}}
 	none := func(*corev1.Pod) bool { return false }
+	count := func(sts *appsv1.StatefulSet, pods []*corev1.Pod, deleting func(*corev1.Pod) bool) int {
+		got, _ := stalePods(sts, pods, deleting, tableDeadline, tableNow)
+		return len(got)
+	}
 	sts, pods := shardWith(revA, revA, nil, stale...)
-	if got := stalePods(sts, pods, none); len(got) != 1 {
-		t.Fatalf("the case itself: %d stale pods, want 1", len(got))
+	if n := count(sts, pods, none); n != 1 {
+		t.Fatalf("the case itself: %d stale pods, want 1", n)
 	}
 	sts.Generation = 3 // its status describes the spec before
-	if got := stalePods(sts, pods, none); len(got) != 0 {
-		t.Errorf("with a status of an older generation: %d stale pods, want none", len(got))
+	if n := count(sts, pods, none); n != 0 {
+		t.Errorf("with a status of an older generation: %d stale pods, want none", n)
 	}
 	sts, pods = shardWith(revA, revA, nil, stale...)
-	if got := stalePods(sts, pods, func(p *corev1.Pod) bool { return p.Name == "demo-0-1" }); len(got) != 0 {
-		t.Errorf("with its deletion on the way: %d stale pods, want none", len(got))
+	if n := count(sts, pods, func(p *corev1.Pod) bool { return p.Name == "demo-0-1" }); n != 0 {
+		t.Errorf("with its deletion on the way: %d stale pods, want none", n)
 	}
 	other, _ := shardWith(revA, revA, nil, stale...)
 	other.UID = "uid-another"
-	if got := stalePods(other, pods, none); len(got) != 0 {
-		t.Errorf("with pods another StatefulSet controls: %d stale pods, want none", len(got))
+	if n := count(other, pods, none); n != 0 {
+		t.Errorf("with pods another StatefulSet controls: %d stale pods, want none", n)
 	}
 	sts, pods = shardWith(revA, revA, nil, stale...)
 	sts.Spec.Replicas = ptr.To[int32](1) // demo-0-1 is being scaled away
-	if got := stalePods(sts, pods, none); len(got) != 0 {
-		t.Errorf("with the pod beyond spec.replicas: %d stale pods, want none", len(got))
+	if n := count(sts, pods, none); n != 0 {
+		t.Errorf("with the pod beyond spec.replicas: %d stale pods, want none", n)
 	}
 }
 
-func TestNotReadyReasonSaysWhy(t *testing.T) {
+func TestStalePodsWaitForAPodToSettle(t *testing.T) {
+	none := func(*corev1.Pod) bool { return false }
+	for _, tc := range []struct {
+		name            string
+		current, update string
+		pod             podAs
+		notReadyFor     time.Duration
+		want            bool
+		recheck         time.Duration
+	}{
+		{"left behind, not Ready a moment: maybe a pod made before the cache shows its revision", revA, revA, podAs{rev: revB}, 4 * time.Second, false, 6 * time.Second},
+		{"left behind, not Ready for the settle time", revA, revA, podAs{rev: revB}, settleTime, true, 0},
+		{"left behind, only its readiness failing, settled", revA, revA, podAs{rev: revB, soft: true}, settleTime, true, 0},
+		{"current revision, crash-looping, settled", revA, revB, podAs{rev: revA}, settleTime, true, 0},
+		{"current revision, only its readiness failing: the rollout may yet reach it", revA, revB, podAs{rev: revA, soft: true}, time.Minute, false, tableDeadline - time.Minute},
+		{"current revision, only its readiness failing past the progress deadline", revA, revB, podAs{rev: revA, soft: true}, tableDeadline, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts, pods := shardWith(tc.current, tc.update, nil, podAs{rev: tc.current, ready: true}, tc.pod)
+			stale, recheck := stalePods(sts, pods, none, tableDeadline, fixedNow.Add(tc.notReadyFor))
+			if got := len(stale) == 1; got != tc.want || recheck != tc.recheck {
+				t.Errorf("stale: %v, look again after %v; want %v, %v", got, recheck, tc.want, tc.recheck)
+			}
+		})
+	}
+}
+
+func TestFailureSaysWhy(t *testing.T) {
 	waiting := func(reason string) corev1.PodStatus {
 		return corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}}
@@ -159,27 +204,27 @@ func TestNotReadyReasonSaysWhy(t *testing.T) {
 		name   string
 		status corev1.PodStatus
 		want   string
+		hard   bool
 	}{
-		{"crash loop", waiting("CrashLoopBackOff"), "container app is waiting: CrashLoopBackOff"},
-		{"no image", waiting("ErrImagePull"), "container app is waiting: ErrImagePull"},
+		{"crash loop", waiting("CrashLoopBackOff"), "container app is waiting: CrashLoopBackOff", true},
+		{"no image", waiting("ErrImagePull"), "container app is waiting: ErrImagePull", true},
 		{"exited", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}},
-			"container app exited with code 3 (Error)"},
+			"container app exited with code 3 (Error)", true},
 		{"unschedulable", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 			Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient memory."}}},
-			"pod is Pending: Unschedulable: 0/1 nodes are available: 1 Insufficient memory."},
+			"pod is Pending: Unschedulable: 0/1 nodes are available: 1 Insufficient memory.", true},
 		{"readiness failing", corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady,
 			Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [app]"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-			"pod is Running, not Ready: containers with unready status: [app]"},
-		{"still starting", waiting("ContainerCreating"), "pod is Pending, not Ready"},
+			"pod is Running, not Ready: containers with unready status: [app]", false},
+		{"still starting", waiting("ContainerCreating"), "pod is Pending, not Ready", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := notReadyReason(&corev1.Pod{Status: tc.status}); got != tc.want {
-				t.Errorf("notReadyReason = %q, want %q", got, tc.want)
-			}
-			if got := notReadyReason(slimPod(&corev1.Pod{Status: tc.status})); got != tc.want {
-				t.Errorf("of the slimmed pod: notReadyReason = %q, want %q", got, tc.want)
+			for _, p := range []*corev1.Pod{{Status: tc.status}, slimPod(&corev1.Pod{Status: tc.status})} {
+				if got, hard := failure(p); got != tc.want || hard != tc.hard {
+					t.Errorf("failure = %q, %v; want %q, %v", got, hard, tc.want, tc.hard)
+				}
 			}
 		})
 	}
@@ -245,11 +290,14 @@ func TestSyncRetriesWhenTheStalePodChanged(t *testing.T) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "demo-0-1", fmt.Errorf("precondition failed"))
 	})
 	checkActions(t, f.rerun(inst, false), action{"delete", "pods", "", "demo-0-1"})
-	if n := f.controller.queue.Len(); n != 1 {
-		t.Errorf("queued %d, want the Installation queued again to look at the pod as it is now", n)
-	}
 	if events := f.events(); len(events) != 0 {
 		t.Errorf("events %q, want none for a pod not deleted", events)
+	}
+	// A second later, not at once: the cache may take a while to show the
+	// pod as it is now.
+	recheck, err := f.controller.rollBack(t.Context(), inst, f.controller.listersFor("ns"), f.live.StatefulSets)
+	if err != nil || recheck != time.Second {
+		t.Errorf("rollBack = %v, %v; want a look again after 1s", recheck, err)
 	}
 }
 
@@ -301,11 +349,39 @@ func TestPodHandlerWakesTheInstallationOfAStalePodOnly(t *testing.T) {
 	}
 }
 
+func TestPodHandlerWakesTheInstallationWhenAPodTurnsReadyWhilePodsAreReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		replacing bool
+		want      bool
+	}{
+		{"while pods are replaced", true, true},
+		{"with every pod on the update revision", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.seedStalePod()
+			sts := f.live.StatefulSets[0]
+			if tc.replacing {
+				sts.Status.UpdatedReplicas = 1
+			}
+			c := f.newController()
+			before, after := podOf(sts, 0, podAs{rev: revA}), podOf(sts, 0, podAs{rev: revA, ready: true})
+			after.ResourceVersion = "8"
+			c.podHandler(c.listersFor("ns").statefulSets).OnUpdate(before, after)
+			if got := c.queue.Len() == 1; got != tc.want {
+				t.Errorf("queued: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestSlimPodKeepsWhatTheRuleReads(t *testing.T) {
 	sts, pods := shardWith(revA, revA, nil, podAs{rev: revA, ready: true}, podAs{rev: revB})
 	p := pods[1]
 	p.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}}
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	p.CreationTimestamp = metav1.NewTime(fixedNow.Add(-time.Hour))
 	cached, err := Transform(p.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +390,11 @@ func TestSlimPodKeepsWhatTheRuleReads(t *testing.T) {
 	if len(slim.Spec.Containers) != 0 || slim.ManagedFields != nil {
 		t.Errorf("the cached pod keeps its spec or managedFields: %+v", slim)
 	}
-	got := stalePods(sts, []*corev1.Pod{pods[0], slim}, func(*corev1.Pod) bool { return false })
+	if !slim.CreationTimestamp.Equal(&p.CreationTimestamp) || !notReadySince(slim).Equal(notReadySince(p)) {
+		t.Errorf("the slimmed pod was made %v and not Ready since %v; want %v and %v", slim.CreationTimestamp,
+			notReadySince(slim), p.CreationTimestamp, notReadySince(p))
+	}
+	got, _ := stalePods(sts, []*corev1.Pod{pods[0], slim}, func(*corev1.Pod) bool { return false }, tableDeadline, tableNow)
 	if len(got) != 1 || got[0].pod.UID != p.UID || got[0].pod.ResourceVersion != p.ResourceVersion || !strings.Contains(got[0].why, "CrashLoopBackOff") {
 		t.Errorf("the slimmed pod gives %+v, want it stale as the whole pod is", got)
 	}
@@ -329,6 +409,11 @@ func TestSyncWaitsForTheEchoOfItsStatefulSetWrite(t *testing.T) {
 	// come: the cached status may describe the template before it.
 	f.controller.echoes.written[f.live.StatefulSets[0].UID] = "99"
 	checkActions(t, f.rerun(inst, false))
+	// The echo, when it comes, wakes nothing (see echoes): the sync looks
+	// again by itself.
+	if recheck, err := f.controller.rollBack(t.Context(), inst, f.controller.listersFor("ns"), f.live.StatefulSets); err != nil || recheck != time.Second {
+		t.Errorf("rollBack = %v, %v; want a look again after 1s", recheck, err)
+	}
 	delete(f.controller.echoes.written, f.live.StatefulSets[0].UID)
 	checkActions(t, f.rerun(inst, false), action{"delete", "pods", "", "demo-0-1"})
 }

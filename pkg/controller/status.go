@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,6 +33,9 @@ type outcome struct {
 	// again is set when the sync's own writes let a shard proceed that its
 	// rollout plan held back (see heldBack).
 	again bool
+	// recheck is when to look again at the pods that a rollout leaves
+	// behind (see rollBack); zero for never.
+	recheck time.Duration
 }
 
 // newOutcome is the outcome of a sync that rendered desired and failed with err.

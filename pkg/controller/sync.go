@@ -57,6 +57,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		// writes wake nothing (see echoes).
 		c.queue.Add(key)
 	}
+	if out.recheck > 0 {
+		// A pod that a rollout leaves behind is one only after a while.
+		c.queue.AddAfter(key, out.recheck)
+	}
 	if out.err != nil && out.permanent {
 		klog.FromContext(ctx).Info("Installation cannot be reconciled until its spec changes",
 			"installation", key, "reason", out.reason, "err", out.err)
@@ -116,8 +120,8 @@ func (c *Controller) reconcile(ctx context.Context, inst *linv1.Installation, l 
 		written := writtenShards(inst, live, changes)
 		out.again = len(changes) > 0 && heldBack(plan, planRollout(resources.RolloutStrategy(inst), desired.StatefulSets, written))
 		errs = append(errs, c.removeAndRecreate(ctx, inst, l, recreate, &out))
-		again, err := c.rollBack(ctx, inst, l, written)
-		out.again = out.again || again
+		recheck, err := c.rollBack(ctx, inst, l, written)
+		out.recheck = recheck
 		errs = append(errs, err)
 	}
 	out.err = errors.Join(errs...)
