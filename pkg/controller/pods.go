@@ -48,7 +48,7 @@ func slimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 func slimContainers(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for _, c := range cs {
-		s := corev1.ContainerStatus{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount}
+		s := corev1.ContainerStatus{Name: c.Name}
 		if w := c.State.Waiting; w != nil {
 			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
 		}
@@ -77,13 +77,18 @@ func (c *Controller) podHandler(statefulSets statefulSetLister) cache.ResourceEv
 		if !ok {
 			return
 		}
+		before, _ := old.(*corev1.Pod)
+		turned := before == nil || isPodReady(before) != isPodReady(p)
+		if isPodReady(p) && !turned {
+			// Most events: a Ready pod's status; no need to decode its
+			// StatefulSet from the cache.
+			return
+		}
 		sts, ok := c.podOwner(statefulSets, p)
 		if !ok {
 			return
 		}
 		stale := !isPodReady(p) && p.DeletionTimestamp == nil && podRevision(p) != sts.Status.UpdateRevision
-		before, _ := old.(*corev1.Pod)
-		turned := old == nil || before == nil || isPodReady(before) != isPodReady(p)
 		if stale || (turned && replacingPods(sts)) {
 			c.handleChild(sts)
 		}

@@ -222,12 +222,17 @@ func (c *Controller) rollBack(ctx context.Context, inst *linv1.Installation, l *
 		if sts == nil || c.leaving(sts) {
 			continue
 		}
+		pods := l.podsOf(sts.UID)
 		if c.echoes.awaiting(sts.UID) {
-			// Its echo wakes nothing (see echoes).
-			recheck = shortest(recheck, time.Second)
+			// Its echo wakes nothing (see echoes), so look again when a pod
+			// could be one; not after every write of a StatefulSet, which
+			// would cost a second sync of each new or edited Installation.
+			if slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return !isPodReady(p) }) {
+				recheck = shortest(recheck, time.Second)
+			}
 			continue
 		}
-		stale, after := stalePods(sts, l.podsOf(sts.UID), func(p *corev1.Pod) bool { return c.deletions.pending(p.UID) },
+		stale, after := stalePods(sts, pods, func(p *corev1.Pod) bool { return c.deletions.pending(p.UID) },
 			resources.ProgressDeadline(inst), now)
 		recheck = shortest(recheck, after)
 		for _, s := range stale {

@@ -417,3 +417,16 @@ func TestSyncWaitsForTheEchoOfItsStatefulSetWrite(t *testing.T) {
 	delete(f.controller.echoes.written, f.live.StatefulSets[0].UID)
 	checkActions(t, f.rerun(inst, false), action{"delete", "pods", "", "demo-0-1"})
 }
+
+func TestSyncDoesNotLookAgainAfterAStatefulSetWriteWhenEveryPodIsReady(t *testing.T) {
+	f := newFixture(t)
+	inst := newInstallation()
+	f.seedInSync(inst)
+	sts := f.live.StatefulSets[0]
+	f.pods = []*corev1.Pod{podOf(sts, 0, podAs{rev: sts.Status.UpdateRevision, ready: true})}
+	f.controller = f.newController()
+	f.controller.echoes.written[sts.UID] = "99"
+	if recheck, err := f.controller.rollBack(t.Context(), inst, f.controller.listersFor("ns"), f.live.StatefulSets); err != nil || recheck != 0 {
+		t.Errorf("rollBack = %v, %v; want no second look: the echo of a write must cost no sync", recheck, err)
+	}
+}
