@@ -127,10 +127,7 @@ func firstReleaseFixed(t *testing.T) {
 	harness.EditInstallation(t, lin(), ns, shardAppName, func(i *linv1.Installation) { i.Spec.Image = node.ShardAppImage })
 	waitRolledOut(t, ns, shardAppName)
 	took := time.Since(fixed)
-	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
-	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+first+",") {
-		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, first)
-	}
+	deleted := forcedRollbackOf(t, ns, first)
 	t.Logf("setback: OrderedReady: a first release that never ran: Ready %v after the image was fixed (minReadySeconds %d, both pods made in turn); the operator's %s events:\n  %s",
 		took.Round(100*time.Millisecond), minReadySeconds, controller.ReasonForcedRollback, strings.Join(deleted, "\n  "))
 }
@@ -194,6 +191,18 @@ func setBack(t *testing.T, ns string, policy linv1.PodManagementPolicy, releases
 	}
 	t.Logf("%s: Ready again %v after the spec was set back (minReadySeconds %d); the operator's new %s events: %d\n  %s",
 		what, took.Round(100*time.Millisecond), minReadySeconds, controller.ReasonForcedRollback, len(deleted), strings.Join(deleted, "\n  "))
+}
+
+// forcedRollbackOf fails the test unless the operator's ForcedRollback
+// events on the shardapp Installation in ns are one, of pod, and returns
+// their messages.
+func forcedRollbackOf(t *testing.T, ns, pod string) []string {
+	t.Helper()
+	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
+	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+pod+",") {
+		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, pod)
+	}
+	return deleted
 }
 
 // forcedRollbacks returns how many times each message of the operator's

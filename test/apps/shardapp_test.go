@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -178,10 +177,7 @@ func TestShardAppCrashingReleaseStallsOneShard(t *testing.T) {
 	if after[rolled].UID == crashing[rolled].UID {
 		t.Errorf("%s is still the crash-looping pod", rolled)
 	}
-	deleted := slices.Collect(maps.Keys(forcedRollbacks(t, ns)))
-	if len(deleted) != 1 || !strings.HasPrefix(deleted[0], "Deleted pod "+rolled+",") {
-		t.Errorf("the operator's %s events are %q, want one, of %s", controller.ReasonForcedRollback, deleted, rolled)
-	}
+	forcedRollbackOf(t, ns, rolled)
 	l.finish(t, "shardapp client through the crash-looping release")
 }
 
